@@ -1,0 +1,330 @@
+"""The Python API: configure, run (iterating over round events), release.
+
+    from synth_core import Synthesizer, load_sample
+    sample = load_sample("adult-pub025")
+    synth = Synthesizer("jam-pgm", epsilon=1.0, seed=0)
+    for event in synth.run(sample.private, public=sample.public, schema=sample.schema):
+        print(event.describe())
+    synth.result.synthetic            # a DataFrame in the original value space
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .engine import Engine, Measurement, PreparedData, RoundEvent
+from .errors import ConfigError, DataError
+from .evaluate import CuratorDiagnostics, diagnostics, workload_error
+from .marginals import CodedTable
+from .mechanisms import MECHANISMS, make_mechanism
+from .model import FittedModel
+from .privacy import Ledger, Neighbours, rho_from_epsilon_delta
+from .report import build_report, privacy_statement, write_json, write_table
+from .schema import Schema, infer_schema, load_schema
+from .tables import PublicInfo, PublicRows, load_table, prepare_tables
+from .workload import Workload, parse_workload
+
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a run (with the data and the seed)."""
+
+    mechanism: str = "jam-pgm"
+    epsilon: float = 1.0
+    delta: float = 1e-9
+    neighbours: str = "bounded"
+    workload: str = "all-3way"
+    rounds: int | None = None
+    seed: int | None = 0
+    max_model_size: float = 80.0
+    fit_iters: int = 300
+    final_fit_iters: int = 2000
+    options: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ConfigError(f"Unknown mechanism {self.mechanism!r}.",
+                              hint=f"Available: {', '.join(MECHANISMS)}.")
+        Neighbours.parse(self.neighbours)
+        rho_from_epsilon_delta(self.epsilon, self.delta)
+        if self.rounds is not None and self.rounds < 1:
+            raise ConfigError(f"rounds must be at least 1, got {self.rounds}.")
+        if self.fit_iters < 1 or self.final_fit_iters < 1:
+            raise ConfigError("fit iterations must be at least 1.")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Inputs:
+    """A run's tables after loading, splitting and encoding."""
+
+    schema: Schema
+    data: PreparedData
+    public: PublicInfo
+    public_label: str | None
+
+
+@dataclass
+class Sample:
+    """A bundled sample: private table, public table (or None) and declared schema."""
+
+    name: str
+    title: str
+    description: str
+    private: pd.DataFrame
+    public: pd.DataFrame | None
+    schema: Schema
+    target: str | None
+    public_name: str | None = None
+
+
+def list_samples() -> list[dict]:
+    """The bundled samples (``sample_data/presets.json``)."""
+    path = SAMPLE_DIR / "presets.json"
+    if not path.exists():
+        return []
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_sample(name: str) -> Sample:
+    presets = {p["name"]: p for p in list_samples()}
+    if name not in presets:
+        raise ConfigError(f"Unknown sample {name!r}.",
+                          hint=f"Available: {', '.join(presets) or 'none (sample_data/ is missing)'}.")
+    p = presets[name]
+    public = load_table(SAMPLE_DIR / p["public"]) if p.get("public") else None
+    return Sample(name, p.get("title", name), p.get("description", ""),
+                  load_table(SAMPLE_DIR / p["private"]), public,
+                  load_schema(SAMPLE_DIR / p["schema"]), p.get("target"),
+                  Path(p["public"]).name if p.get("public") else None)
+
+
+def _as_frame(table, role: str) -> tuple[pd.DataFrame, str]:
+    if isinstance(table, pd.DataFrame):
+        return table, role
+    if isinstance(table, (str, Path)):
+        return load_table(table), Path(table).name
+    raise DataError(f"The {role} must be a DataFrame or a path to a CSV/Parquet file, "
+                    f"not {type(table).__name__}.")
+
+
+def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
+                   public_columns: Sequence[str] = (), data_name: str | None = None,
+                   public_name: str | None = None) -> Inputs:
+    """Load, split and encode a run's tables; decide where the domain comes from."""
+    private_df, pname = _as_frame(data, "private table")
+    pname = data_name or pname
+    rows = None
+    if public is not None and public_flag:
+        raise ConfigError("Give either a public table or a public flag column, not both.")
+    public_label = None
+    if public is not None:
+        public_df, pub_label = _as_frame(public, "public table")
+        pub_label = public_name or pub_label
+        rows = PublicRows(table=public_df, source_name=pub_label)
+        public_label = f"public table '{pub_label}', {len(public_df)} rows"
+    elif public_flag:
+        rows = PublicRows(flag_column=public_flag)
+        public_label = f"rows of '{pname}' flagged by column '{public_flag}'"
+    info = PublicInfo(rows=rows, columns=tuple(public_columns))
+
+    if isinstance(schema, Schema):
+        sch = schema
+    elif isinstance(schema, (str, Path)):
+        sch = load_schema(schema)
+    elif isinstance(schema, dict):
+        sch = Schema.from_json(schema)
+    elif schema is None:
+        if rows is not None and rows.table is not None:
+            sch = infer_schema(rows.table, source="public")
+        elif rows is not None:
+            flagged = rows.split(private_df)[1]
+            sch = infer_schema(flagged, source="public")
+        else:
+            frame = private_df.drop(columns=[public_flag]) if public_flag else private_df
+            sch = infer_schema(frame, source="private")
+    else:
+        raise ConfigError(f"schema must be a Schema, a dict or a path, not {type(schema).__name__}.")
+
+    try:
+        private_codes, public_codes = prepare_tables(private_df, sch, info, private_name=pname)
+    except DataError as exc:
+        if sch.source == "public":
+            raise DataError(exc.message, hint=(exc.hint or "") + " The domain was inferred from the "
+                            "public rows; declare a schema (--schema) that covers every value.",
+                            column=exc.column, path=exc.path) from exc
+        raise
+    sizes = sch.sizes
+    data_ = PreparedData(CodedTable.from_frame(private_codes, sizes),
+                         CodedTable.from_frame(public_codes, sizes) if public_codes is not None else None)
+    return Inputs(sch, data_, info, public_label)
+
+
+@dataclass
+class RunResult:
+    """Everything a finished run produced. ``report`` is the release report."""
+
+    config: RunConfig
+    inputs: Inputs
+    workload: Workload
+    events: list[RoundEvent]
+    measurements: list[Measurement]
+    ledger: Ledger
+    model: FittedModel
+    synthetic_codes: pd.DataFrame
+    synthetic: pd.DataFrame
+    report: dict
+    seconds: float
+
+    @property
+    def synthetic_table(self) -> CodedTable:
+        return CodedTable.from_frame(self.synthetic_codes, self.inputs.schema.sizes)
+
+    def curator_diagnostics(self) -> CuratorDiagnostics:
+        """CURATOR-ONLY: workload and per-marginal error against the private data."""
+        return diagnostics(self.inputs.data.private, self.synthetic_table, self.workload)
+
+    def public_proxy_error(self) -> float | None:
+        """CURATOR-ONLY: workload error of the public rows themselves."""
+        pub = self.inputs.data.public
+        return None if pub is None else workload_error(self.inputs.data.private, pub, self.workload)
+
+    def write(self, out: str | Path | None = None, report: str | Path | None = None) -> None:
+        """Write the synthetic data (CSV or Parquet) and/or the JSON report."""
+        if out is not None:
+            write_table(out, self.synthetic)
+        if report is not None:
+            write_json(report, self.report)
+
+
+class Synthesizer:
+    """Configure a mechanism, run it on data, get the synthetic data and report.
+
+    Args:
+        mechanism: one of ``synth_core.MECHANISMS`` (``aim``, ``jam-pgm``,
+            ``public-only``).
+        epsilon, delta: the (epsilon, delta)-DP target, converted to rho-zCDP.
+        workload: ``all-3way``, ``target:COL:K``, an explicit spec (see
+            :func:`~synth_core.workload.parse_workload`) or a Workload.
+        neighbours: ``bounded`` (replace one record) or ``unbounded``.
+        rounds: rounds T (JAM-PGM; default 30) or AIM's budget scale (default 16 d).
+        seed: makes the run reproducible (research mode); ``None`` draws a
+            fresh seed from the operating system.
+        max_model_size: the Private-PGM model size limit in MB (default 80).
+    """
+
+    def __init__(self, mechanism: str = "jam-pgm", *, epsilon: float = 1.0, delta: float = 1e-9,
+                 workload: str | Workload = "all-3way", neighbours: str = "bounded",
+                 rounds: int | None = None, seed: int | None = 0, max_model_size: float = 80.0,
+                 fit_iters: int = 300, final_fit_iters: int = 2000, **options):
+        self._workload = workload if isinstance(workload, Workload) else None
+        self.config = RunConfig(mechanism, float(epsilon), float(delta), str(neighbours),
+                                workload if isinstance(workload, str) else workload.description,
+                                rounds, seed, float(max_model_size), int(fit_iters),
+                                int(final_fit_iters), dict(options))
+        self.config.validate()
+        self.result: RunResult | None = None
+        self.engine: Engine | None = None
+
+    def fit(self, data, public=None, **kwargs) -> RunResult:
+        """Run to the end (see :meth:`run`) and return the result."""
+        for _ in self.run(data, public, **kwargs):
+            pass
+        return self.result
+
+    def run(self, data, public=None, *, schema=None, public_flag: str | None = None,
+            public_columns: Sequence[str] = (), data_name: str | None = None,
+            public_name: str | None = None) -> Iterator[RoundEvent]:
+        """Run the mechanism, yielding a :class:`RoundEvent` per round.
+
+        When the generator is exhausted, ``self.result`` holds the
+        :class:`RunResult`.
+        """
+        started = time.perf_counter()
+        cfg = self.config
+        inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
+                                public_columns=public_columns, data_name=data_name,
+                                public_name=public_name)
+        workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
+        neighbours = Neighbours.parse(cfg.neighbours)
+        rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)
+        research = cfg.seed is not None
+        seed = cfg.seed if research else secrets.randbits(63)
+        options = dict(cfg.options)
+        if cfg.mechanism != "public-only":
+            options.setdefault("max_model_size", cfg.max_model_size)
+            if cfg.rounds is not None:
+                options.setdefault("rounds", cfg.rounds)
+        mechanism = make_mechanism(cfg.mechanism, **options)
+        engine = Engine(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
+                        seed=seed, fit_iters=cfg.fit_iters, final_fit_iters=cfg.final_fit_iters)
+        self.engine = engine
+        yield from engine.rounds()
+
+        rng = np.random.default_rng([seed, 1])
+        rows = inputs.data.n if neighbours.n_is_public else max(1, int(round(engine.model.total)))
+        if hasattr(mechanism, "direct_sample"):
+            codes = mechanism.direct_sample(engine.state, rows, rng)
+        else:
+            codes = engine.model.sample(rows, int(rng.integers(2 ** 32)))
+        synthetic = inputs.schema.decode(codes, rng)
+        report = self._report(inputs, workload, engine, rho, research, len(synthetic))
+        self.result = RunResult(cfg, inputs, workload, engine.events, engine.state.measurements,
+                                engine.ledger, engine.model, codes, synthetic, report,
+                                time.perf_counter() - started)
+
+    def _report(self, inputs: Inputs, workload: Workload, engine: Engine, rho: float,
+                research: bool, rows: int) -> dict:
+        cfg = self.config
+        bounded = Neighbours.parse(cfg.neighbours).n_is_public
+        statement = privacy_statement(
+            rho=rho, epsilon=cfg.epsilon, delta=cfg.delta, neighbours=cfg.neighbours,
+            public_rows=inputs.public_label, public_columns=inputs.public.columns,
+            domain_source=inputs.schema.source, research_mode=research, spent=engine.ledger.spent)
+        privacy = {
+            "accounting": "rho-zCDP, fully adaptive composition",
+            "epsilon": cfg.epsilon, "delta": cfg.delta, "rho": rho,
+            "rho_spent": engine.ledger.spent,
+            "neighbours": cfg.neighbours,
+            "conversion": "exact (Canonne, Kamath, Steinke 2020)",
+            "noise": "continuous Gaussian (research mode)",
+            "selection": "exponential mechanism (Gumbel-max)",
+            "seeded": research,
+            "statement": statement,
+        }
+        config = cfg.to_json()
+        if not research:
+            config["seed"] = None
+        return build_report(
+            config=config, privacy=privacy, domain_source=inputs.schema.source,
+            schema=inputs.schema.to_json(),
+            public={"rows": inputs.public_label, "columns": list(inputs.public.columns),
+                    "n_public": inputs.data.public.n if inputs.data.public is not None else None},
+            workload=workload.to_json(),
+            measurements=[m.to_json() for m in engine.state.measurements],
+            events=[e.to_release() for e in engine.events],
+            ledger=engine.ledger.to_json(),
+            synthetic={"rows": rows, "columns": list(inputs.schema.names)},
+            data={"n": inputs.data.n if bounded else None,
+                  "n_note": "public under bounded DP" if bounded else
+                            "not released under unbounded DP (the synthetic size is the model's noisy total)"},
+        )
+
+
+def synthesize(data, public=None, *, mechanism: str = "jam-pgm", **kwargs) -> RunResult:
+    """One call: run a mechanism to the end and return the :class:`RunResult`."""
+    run_keys = {"schema", "public_flag", "public_columns", "data_name", "public_name"}
+    run_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in run_keys}
+    return Synthesizer(mechanism, **kwargs).fit(data, public, **run_kwargs)

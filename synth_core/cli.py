@@ -1,0 +1,156 @@
+"""Command line: ``synth run`` (one release), ``synth samples`` (bundled data)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import SynthError
+
+EPILOG = """examples:
+  synth run --sample adult-pub025 --mechanism jam-pgm --epsilon 1 --out out/synth.csv --report out/report.json
+  synth run --data private.csv --public public.csv --schema schema.json --mechanism jam-pgm \\
+            --epsilon 1 --delta 1e-9 --workload all-3way --rounds 30 --seed 0 \\
+            --out synth.parquet --report report.json
+  synth run --data table.csv --public-flag is_public --mechanism aim --epsilon 3 --out synth.csv
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .mechanisms import MECHANISMS
+
+    parser = argparse.ArgumentParser(
+        prog="synth", description="Differentially private synthetic data with public data.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser(
+        "run", help="synthesise a table and write the release files",
+        description="Run one mechanism on a private table (and public information), printing "
+                    "one line per round as it happens, then write the synthetic data and the "
+                    "release report.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = run.add_argument_group("data")
+    src.add_argument("--data", metavar="PATH", help="private table (.csv, .csv.gz, .parquet)")
+    src.add_argument("--sample", metavar="NAME",
+                     help="use a bundled sample instead of --data (see 'synth samples'); its "
+                          "public table and schema are used unless --public/--schema are given")
+    src.add_argument("--public", metavar="PATH", help="public rows: a table over the same columns")
+    src.add_argument("--public-flag", metavar="COLUMN",
+                     help="public rows: rows of --data whose COLUMN is true/yes/1")
+    src.add_argument("--no-public", action="store_true",
+                     help="ignore the sample's public table")
+    src.add_argument("--schema", metavar="PATH",
+                     help="declared schema (JSON: {\"columns\": [...]} or a Private-PGM domain "
+                          "{\"col\": size}); without it the domain is read off the public rows, "
+                          "or off the private table (reported as NOT privacy-protected)")
+    mech = run.add_argument_group("mechanism and budget")
+    mech.add_argument("--mechanism", default="jam-pgm", choices=sorted(MECHANISMS),
+                      help="mechanism (default: jam-pgm)")
+    mech.add_argument("--epsilon", type=float, default=1.0, help="epsilon (default: 1.0)")
+    mech.add_argument("--delta", type=float, default=1e-9, help="delta (default: 1e-9)")
+    mech.add_argument("--neighbours", default="bounded", choices=["bounded", "unbounded"],
+                      help="bounded: replace one record (n public; JAM-PGM); unbounded: "
+                           "add/remove one record (AIM's choice) (default: bounded)")
+    mech.add_argument("--workload", default="all-3way",
+                      help="all-1way | all-2way | all-3way | target:COL[+COL]:K | explicit "
+                           "'a,b;a,c*2' (';' between marginals, '*w' a weight) (default: all-3way)")
+    mech.add_argument("--rounds", type=int, default=None,
+                      help="JAM-PGM: number of rounds T (default 30); AIM: budget scale T "
+                           "(default 16 x number of columns)")
+    mech.add_argument("--max-model-size", type=float, default=80.0,
+                      help="Private-PGM model size limit in MB (default: 80)")
+    mech.add_argument("--seed", type=int, default=None,
+                      help="seed for a reproducible research-mode run (default: a fresh "
+                           "seed from the operating system)")
+    mech.add_argument("--fit-iters", type=int, default=300,
+                      help="maximum mirror-descent iterations per round's fit (default: 300)")
+    mech.add_argument("--final-fit-iters", type=int, default=2000,
+                      help="maximum iterations of the final fit (default: 2000)")
+    out = run.add_argument_group("output")
+    out.add_argument("--out", metavar="PATH", default="out/synthetic.csv",
+                     help="synthetic data, .csv or .parquet (default: out/synthetic.csv)")
+    out.add_argument("--report", metavar="PATH", default="out/report.json",
+                     help="release report, JSON (default: out/report.json)")
+    out.add_argument("--diagnostics", metavar="PATH",
+                     help="also write CURATOR-ONLY diagnostics (true workload and per-marginal "
+                          "errors, from the private data without noise) to PATH; never release it")
+    out.add_argument("--quiet", action="store_true", help="do not print the rounds")
+
+    sub.add_parser("samples", help="list the bundled sample datasets")
+    return parser
+
+
+def _run(args) -> int:
+    from .api import Synthesizer, load_sample
+    from .report import write_json
+
+    if bool(args.data) == bool(args.sample):
+        raise SynthError("Give exactly one of --data PATH or --sample NAME.",
+                         hint="'synth samples' lists the bundled samples.")
+    public, schema = args.public, args.schema
+    data_name = public_name = None
+    if args.sample:
+        sample = load_sample(args.sample)
+        data = sample.private
+        data_name = f"{args.sample}:private"
+        if public is None and not args.public_flag and not args.no_public and sample.public is not None:
+            public, public_name = sample.public, sample.public_name
+        schema = schema or sample.schema
+    else:
+        data = args.data
+    if args.no_public:
+        public = None
+    synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta,
+                        workload=args.workload, neighbours=args.neighbours, rounds=args.rounds,
+                        seed=args.seed, max_model_size=args.max_model_size,
+                        fit_iters=args.fit_iters, final_fit_iters=args.final_fit_iters)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
+        f"({args.neighbours} DP), workload {args.workload}")
+    for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
+                           data_name=data_name, public_name=public_name):
+        say(event.describe())
+    result = synth.result
+    result.write(args.out, args.report)
+    ledger = result.ledger
+    say(f"spent rho={ledger.spent:.6g} of {ledger.total:.6g} in {len(result.events)} rounds, "
+        f"{result.seconds:.1f}s")
+    say(f"wrote {args.out} ({len(result.synthetic)} rows) and {args.report}")
+    if result.inputs.schema.source == "private":
+        say("WARNING: the domain was read off the private data and is NOT privacy-protected; "
+            "declare a schema with --schema.")
+    diag = result.curator_diagnostics()
+    say(f"CURATOR-ONLY (not for release): workload error {diag.workload_error:.4f}")
+    if args.diagnostics:
+        payload = diag.to_json()
+        payload["public_proxy_workload_error"] = result.public_proxy_error()
+        write_json(args.diagnostics, payload)
+        say(f"wrote CURATOR-ONLY diagnostics to {args.diagnostics}")
+    return 0
+
+
+def _samples() -> int:
+    from .api import list_samples
+
+    for p in list_samples():
+        print(f"{p['name']:<16} {p.get('title', '')}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        return _samples()
+    except SynthError as exc:
+        print(f"synth: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("synth: interrupted; nothing was written.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

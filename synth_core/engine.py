@@ -1,0 +1,374 @@
+"""The adaptive-measurements loop (select, measure, generate) shared by every mechanism.
+
+A mechanism is a strategy with a few hooks (:class:`AdaptiveMechanism`):
+initial measurements, the plan of a round (budget split, noise, stop rule),
+the candidate pool, their scores, and what happens after a fit. The engine
+owns everything else: the ledger charges, the exponential mechanism, the
+Gaussian measurement, the Private-PGM fit, timing, and the
+:class:`RoundEvent` stream.
+
+Releasable and curator-only values are kept apart: a :class:`RoundEvent`'s
+``curator`` field (candidate scores computed from the private data without
+noise) is never written to a release file; :meth:`RoundEvent.to_release`
+drops it.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from . import privacy
+from .marginals import CodedTable
+from .model import FitMeasurement, FittedModel, PGMEstimator, model_size_mb
+from .privacy import Ledger, Neighbours
+from .workload import Workload
+
+Clique = tuple[str, ...]
+
+PRIVATE = "private"
+PUBLIC = "public"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A marginal that may be measured, and where it would be measured."""
+
+    clique: Clique
+    source: str = PRIVATE
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A released measurement: the clique, its source, noise and noisy answer.
+
+    ``fit_stddev`` is how the estimator weights it (``1/fit_stddev``).
+    """
+
+    round: int
+    clique: Clique
+    source: str
+    noise_std: float          # std of the noise added per cell (0 for public)
+    values: np.ndarray
+    fit_stddev: float = 1.0
+
+    def to_fit(self) -> FitMeasurement:
+        return FitMeasurement(self.clique, self.values, self.fit_stddev)
+
+    def to_json(self, with_values: bool = True) -> dict:
+        out = {"round": self.round, "clique": list(self.clique), "source": self.source,
+               "noise_std": self.noise_std, "cells": int(self.values.size)}
+        if with_values:
+            out["noisy_answer"] = [float(v) for v in self.values]
+        return out
+
+
+@dataclass(frozen=True)
+class CuratorScores:
+    """CURATOR-ONLY: exact candidate scores computed from the private data.
+
+    Never part of a release.
+    """
+
+    candidates: tuple[Candidate, ...]
+    scores: tuple[float, ...]
+    chosen: int
+
+    def to_json(self) -> dict:
+        return {
+            "candidates": [{"clique": list(c.clique), "source": c.source, "score": s}
+                           for c, s in zip(self.candidates, self.scores)],
+            "chosen": self.chosen,
+        }
+
+
+@dataclass(frozen=True)
+class RoundEvent:
+    """What happened in one round.
+
+    ``round`` 0 is the initialisation (measurements without selection).
+    ``sigma`` is the std of the Gaussian noise added to each cell (``None`` for
+    public measurements); ``epsilon`` the selection parameter (``None`` when
+    nothing was selected). ``rho_round`` is what the round spent,
+    ``rho_spent`` the running total and ``rho_total`` the budget.
+    """
+
+    mechanism: str
+    round: int
+    rounds_planned: int | None
+    cliques: tuple[Clique, ...]
+    source: str
+    sigma: float | None
+    epsilon: float | None
+    rho_select: float
+    rho_measure: float
+    rho_spent: float
+    rho_total: float
+    model_size_mb: float
+    seconds: float
+    n_candidates: int = 0
+    note: str = ""
+    curator: CuratorScores | None = field(default=None, compare=False)
+
+    @property
+    def clique(self) -> Clique | None:
+        return self.cliques[0] if len(self.cliques) == 1 else None
+
+    @property
+    def rho_round(self) -> float:
+        return self.rho_select + self.rho_measure
+
+    def to_release(self) -> dict:
+        """The releasable part of the event (no curator-only values)."""
+        out = asdict(self)
+        out.pop("curator")
+        out["cliques"] = [list(c) for c in self.cliques]
+        return out
+
+    def describe(self) -> str:
+        what = ", ".join("×".join(c) for c in self.cliques) if self.cliques else "-"
+        parts = [f"round {self.round:>3}", f"{self.source:<7}", what]
+        if self.sigma is not None:
+            parts.append(f"sigma={self.sigma:.4g}")
+        if self.epsilon is not None:
+            parts.append(f"eps={self.epsilon:.4g}")
+        parts.append(f"rho {self.rho_spent:.4g}/{self.rho_total:.4g}")
+        parts.append(f"model {self.model_size_mb:.3g} MB")
+        parts.append(f"{self.seconds:.2f}s")
+        if self.note:
+            parts.append(self.note)
+        return "  ".join(parts)
+
+
+@dataclass
+class PreparedData:
+    """Integer-coded private data and, optionally, public rows over the same schema."""
+
+    private: CodedTable
+    public: CodedTable | None = None
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return self.private.size_of
+
+    @property
+    def n(self) -> int:
+        return self.private.n
+
+
+@dataclass
+class RoundPlan:
+    """A mechanism's budget decisions for one round."""
+
+    epsilon: float                 # exponential-mechanism parameter
+    sensitivity: float             # score sensitivity
+    noise_std: float               # Gaussian std per cell if a private marginal is measured
+    rho_measure: float             # what that measurement costs
+    fit_stddev: float = 1.0        # estimator weight of the measurement (1/fit_stddev)
+    final: bool = False
+    size_limit_mb: float = float("inf")
+
+
+@dataclass
+class RunState:
+    """Everything a mechanism's hooks may read."""
+
+    data: PreparedData
+    workload: Workload
+    ledger: Ledger
+    neighbours: Neighbours
+    rng: np.random.Generator
+    estimator: PGMEstimator
+    model: FittedModel
+    measurements: list[Measurement] = field(default_factory=list)
+    round: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.data.n
+
+    @property
+    def total(self) -> float:
+        """The model's total: n under bounded DP, estimated under unbounded DP."""
+        if self.neighbours.n_is_public:
+            return float(self.data.n)
+        if not self.measurements:
+            return 1.0
+        return self.estimator.estimate_total([m.to_fit() for m in self.measurements])
+
+    @property
+    def measured_cliques(self) -> list[Clique]:
+        return [m.clique for m in self.measurements]
+
+
+class AdaptiveMechanism(ABC):
+    """Hooks of one select-measure-generate mechanism."""
+
+    name: str = ""
+    #: the mechanism never touches the private data (zero budget)
+    zero_budget: bool = False
+
+    def initialise(self, state: RunState) -> list[Candidate]:
+        """Marginals measured before the first round (charged by the engine)."""
+        return []
+
+    def initial_noise(self, state: RunState) -> tuple[float, float]:
+        """(noise std, fit std) of the initial private measurements."""
+        raise NotImplementedError
+
+    def rounds_planned(self, state: RunState) -> int | None:
+        return None
+
+    @abstractmethod
+    def plan(self, state: RunState) -> RoundPlan | None:
+        """Budget of the next round, or ``None`` to stop."""
+
+    @abstractmethod
+    def candidates(self, state: RunState, plan: RoundPlan) -> list[Candidate]:
+        """The candidate pool of this round."""
+
+    @abstractmethod
+    def scores(self, state: RunState, plan: RoundPlan, candidates: Sequence[Candidate]) -> np.ndarray:
+        """Scores (higher = more worth measuring), from private data: curator-only."""
+
+    def after_round(self, state: RunState, plan: RoundPlan, chosen: Candidate,
+                    before: FittedModel, after: FittedModel) -> None:
+        """Hook after the model was refitted (e.g. AIM's annealing)."""
+
+    def public_answer(self, state: RunState, clique: Clique) -> np.ndarray:
+        raise NotImplementedError(f"{self.name} has no public measurements")
+
+
+def expected_noise_l1(noise_std: float, cells: int) -> float:
+    """Expected L1 norm of Gaussian noise with std ``noise_std`` on ``cells`` cells."""
+    return float(np.sqrt(2.0 / np.pi) * noise_std * cells)
+
+
+def size_filter(sizes: dict[str, int], model_cliques: Sequence[Clique],
+                candidates: Sequence[Candidate], limit_mb: float) -> list[Candidate]:
+    """Candidates whose addition keeps the model under ``limit_mb`` (or add nothing new).
+
+    A clique inside the downward closure of the measured cliques is always
+    allowed: measuring it does not grow the model.
+    """
+    covered = [set(cl) for cl in model_cliques]
+    out, cache = [], {}
+    base = list(model_cliques)
+    for cand in candidates:
+        cl = cand.clique
+        if any(set(cl) <= c for c in covered):
+            out.append(cand)
+            continue
+        if cl not in cache:
+            cache[cl] = model_size_mb(sizes, base + [cl]) <= limit_mb
+        if cache[cl]:
+            out.append(cand)
+    return out
+
+
+class Engine:
+    """Runs one mechanism on prepared data and yields a :class:`RoundEvent` per round."""
+
+    def __init__(self, mechanism: AdaptiveMechanism, data: PreparedData, workload: Workload,
+                 *, rho: float, neighbours: Neighbours, seed: int | None,
+                 fit_iters: int = 1000, final_fit_iters: int = 2000, fit_tol: float = 1e-6):
+        self.mechanism = mechanism
+        self.data = data
+        self.workload = workload
+        self.neighbours = neighbours
+        self.ledger = Ledger(rho)
+        self.rng = np.random.default_rng(seed)
+        self.final_fit_iters = final_fit_iters
+        self.estimator = PGMEstimator(data.sizes, max_iters=fit_iters, tol=fit_tol)
+        total = float(data.n) if neighbours.n_is_public else 1.0
+        self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
+                              self.estimator.uniform(total))
+        self.events: list[RoundEvent] = []
+        self.model: FittedModel | None = None
+        self._needs_fit = False
+
+    # -- steps -----------------------------------------------------------------
+
+    def _refit(self, max_iters: int | None = None) -> None:
+        st = self.state
+        before = st.model
+        st.model = self.estimator.fit([m.to_fit() for m in st.measurements], st.total,
+                                      warm=before, max_iters=max_iters)
+        self._needs_fit = False
+
+    def _measure(self, cand: Candidate, round_: int, noise_std: float, fit_std: float,
+                 rho_measure: float) -> Measurement:
+        st = self.state
+        if cand.source == PRIVATE:
+            self.ledger.charge(rho_measure, round=round_, step="measure", mechanism="gaussian",
+                               detail="×".join(cand.clique))
+            exact = st.data.private.marginal(cand.clique)
+            values = exact + privacy.gaussian_noise(self.rng, noise_std, exact.size)
+            m = Measurement(round_, cand.clique, PRIVATE, noise_std, values, fit_std)
+        else:
+            values = self.mechanism.public_answer(st, cand.clique)
+            m = Measurement(round_, cand.clique, cand.source, 0.0, values, fit_std)
+        st.measurements.append(m)
+        self._needs_fit = True
+        return m
+
+    def _event(self, round_, cliques, source, sigma, eps, rho_sel, rho_meas, started,
+               n_cand=0, note="", curator=None) -> RoundEvent:
+        size = model_size_mb(self.data.sizes, self.state.measured_cliques)
+        ev = RoundEvent(self.mechanism.name, round_, self.mechanism.rounds_planned(self.state),
+                        tuple(cliques), source, sigma, eps, rho_sel, rho_meas, self.ledger.spent,
+                        self.ledger.total, size, time.perf_counter() - started, n_cand, note, curator)
+        self.events.append(ev)
+        return ev
+
+    # -- the loop ----------------------------------------------------------------
+
+    def rounds(self) -> Iterator[RoundEvent]:
+        """Run the mechanism, yielding an event as soon as each round has measured."""
+        mech, st = self.mechanism, self.state
+        started = time.perf_counter()
+        init = mech.initialise(st)
+        if init:
+            rho0 = 0.0
+            sources = {c.source for c in init}
+            noise_std, fit_std = mech.initial_noise(st) if PRIVATE in sources else (0.0, 1.0)
+            rho_each = privacy.gaussian_rho(noise_std, self.neighbours.marginal_l2_sensitivity) \
+                if PRIVATE in sources else 0.0
+            for cand in init:
+                self._measure(cand, 0, noise_std, fit_std, rho_each)
+                rho0 += rho_each if cand.source == PRIVATE else 0.0
+            yield self._event(0, [c.clique for c in init], "+".join(sorted(sources)),
+                              noise_std if PRIVATE in sources else None, None, 0.0, rho0, started,
+                              note="initialisation")
+        while True:
+            started = time.perf_counter()
+            if self._needs_fit:
+                self._refit()
+            plan = mech.plan(st)
+            if plan is None:
+                break
+            st.round += 1
+            pool = mech.candidates(st, plan)
+            scores = np.asarray(mech.scores(st, plan, pool), dtype=float)
+            rho_select = privacy.exponential_rho(plan.epsilon)
+            self.ledger.charge(rho_select, round=st.round, step="select", mechanism="exponential",
+                               detail=f"{len(pool)} candidates")
+            idx = privacy.exponential_mechanism(scores, plan.epsilon, plan.sensitivity, self.rng)
+            chosen = pool[idx]
+            before = st.model
+            m = self._measure(chosen, st.round, plan.noise_std, plan.fit_stddev, plan.rho_measure)
+            rho_meas = plan.rho_measure if chosen.source == PRIVATE else 0.0
+            curator = CuratorScores(tuple(pool), tuple(float(s) for s in scores), idx)
+            yield self._event(st.round, [chosen.clique], chosen.source,
+                              m.noise_std if chosen.source == PRIVATE else None, plan.epsilon,
+                              rho_select, rho_meas, started, len(pool), curator=curator)
+            self._refit()
+            mech.after_round(st, plan, chosen, before, st.model)
+            if plan.final:
+                break
+        self._refit(self.final_fit_iters)
+        self.model = st.model

@@ -1,0 +1,86 @@
+"""Counting marginals of integer-coded tables (numpy backend).
+
+A marginal ``M_r(X)`` is the vector of counts of every combination of the
+values of clique ``r``, flattened in C order over the clique's columns (the
+layout of Private-PGM's ``Factor.datavector()``). One pass per clique: the
+codes of the clique's columns are combined into one mixed-radix index and
+counted with ``np.bincount``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataError
+
+Clique = tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class CodedTable:
+    """A table of integer codes ``0 .. size-1`` per column."""
+
+    columns: tuple[str, ...]
+    sizes: tuple[int, ...]
+    data: Mapping[str, np.ndarray]
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @staticmethod
+    def from_frame(codes: pd.DataFrame, sizes: Mapping[str, int]) -> "CodedTable":
+        cols = tuple(sizes)
+        missing = [c for c in cols if c not in codes.columns]
+        if missing:
+            raise DataError(f"The coded table lacks column(s) {missing}.")
+        data = {}
+        for c in cols:
+            arr = np.ascontiguousarray(codes[c].to_numpy(), dtype=np.int64)
+            if arr.size and (arr.min() < 0 or arr.max() >= sizes[c]):
+                raise DataError(
+                    f"Column {c!r} holds codes outside 0..{sizes[c] - 1}.", column=c,
+                    hint="Encode the table with its schema first.")
+            data[c] = arr
+        return CodedTable(cols, tuple(int(sizes[c]) for c in cols), data)
+
+    @property
+    def n(self) -> int:
+        return int(len(next(iter(self.data.values())))) if self.data else 0
+
+    @property
+    def size_of(self) -> dict[str, int]:
+        return dict(zip(self.columns, self.sizes))
+
+    def cells(self, clique: Sequence[str]) -> int:
+        sizes = self.size_of
+        return int(np.prod([sizes[c] for c in clique], dtype=np.int64))
+
+    def marginal(self, clique: Sequence[str]) -> np.ndarray:
+        """Counts of ``clique`` (float64, length = product of the column sizes)."""
+        clique = tuple(clique)
+        if clique in self._cache:
+            return self._cache[clique]
+        sizes = self.size_of
+        index = np.zeros(self.n, dtype=np.int64)
+        for c in clique:
+            index *= sizes[c]
+            index += self.data[c]
+        counts = np.bincount(index, minlength=self.cells(clique)).astype(np.float64)
+        self._cache[clique] = counts
+        return counts
+
+    def marginals(self, cliques: Iterable[Sequence[str]]) -> dict[Clique, np.ndarray]:
+        return {tuple(cl): self.marginal(cl) for cl in cliques}
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({c: self.data[c] for c in self.columns})
+
+    def take(self, rows: np.ndarray) -> "CodedTable":
+        return CodedTable(self.columns, self.sizes, {c: v[rows] for c, v in self.data.items()})
+
+    def select(self, columns: Sequence[str]) -> "CodedTable":
+        sizes = self.size_of
+        return CodedTable(tuple(columns), tuple(sizes[c] for c in columns),
+                          {c: self.data[c] for c in columns})

@@ -1,0 +1,115 @@
+"""JAM-PGM (Fuentes, Mullins, McKenna, Miklau, Sheldon 2024, Algorithm 2).
+
+Joint candidates ``W+ x {private, public}``. A public measurement of ``r`` is
+``M_r(D_pub) * n / n_pub`` and costs nothing. Round ``t`` (of ``T``) gets
+``rho_t = (rho - rho_used) / (T - t)``, split ``rho_select = (1 - alpha) rho_t``
+and ``rho_measure = alpha rho_t`` (``alpha = 0.8``); the noise std per cell is
+``sqrt(2) / sqrt(2 rho_measure)`` (bounded DP, L2 sensitivity sqrt 2) and the
+selection parameter ``eps_t = sqrt(8 rho_select)``. Scores are the current
+error minus the predicted error of the measurement:
+``||M_r(D) - M_r(p)||_1 - sqrt(2/pi) sigma_t n_r`` (private) and
+``||M_r(D) - M_r(p)||_1 - ||M_r(D) - M_r(D_pub) n / n_pub||_1`` (public), with
+sensitivity 4. Frugal budgeting: a public pick spends only ``rho_select`` and
+the unspent measurement budget flows into later rounds (a public pick in the
+last round leaves it unspent). Candidates are filtered by the adaptive size
+limit ``max_size * rho_used / rho`` (counting the round's own budget). The
+model starts uniform and fits all measurements with equal weight.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import privacy
+from ..engine import (PRIVATE, PUBLIC, AdaptiveMechanism, Candidate, RoundPlan, RunState,
+                      expected_noise_l1, size_filter)
+from ..errors import ConfigError
+
+#: JAM-PGM's share of each round's budget spent on measurement.
+JAM_MEASURE_SHARE = 0.8
+#: Sensitivity of JAM-PGM's scores under bounded DP (difference of two L1 errors).
+JAM_SCORE_SENSITIVITY = 4.0
+#: The paper's default number of rounds.
+JAM_DEFAULT_ROUNDS = 30
+
+
+class JAMPGM(AdaptiveMechanism):
+    name = "jam-pgm"
+
+    def __init__(self, rounds: int = JAM_DEFAULT_ROUNDS, alpha: float = JAM_MEASURE_SHARE,
+                 max_model_size: float = 80.0):
+        if rounds is None:
+            rounds = JAM_DEFAULT_ROUNDS
+        if rounds < 1:
+            raise ConfigError("JAM-PGM needs at least one round.")
+        if not 0 < alpha < 1:
+            raise ConfigError(f"alpha (the measurement share) must lie in (0, 1), got {alpha}.")
+        if not max_model_size > 0:
+            raise ConfigError("max_model_size must be positive (MB).")
+        self.T = int(rounds)
+        self.alpha = float(alpha)
+        self.max_model_size = float(max_model_size)
+        self._public_answers: dict = {}
+        self._public_errors: dict = {}
+
+    def rounds_planned(self, state: RunState) -> int | None:
+        return self.T
+
+    def initialise(self, state: RunState) -> list[Candidate]:
+        if state.data.public is None or state.data.public.n == 0:
+            raise ConfigError("JAM-PGM needs public rows.",
+                              hint="Give a public table (--public) or a flag column (--public-flag), "
+                                   "or choose AIM.")
+        if not state.neighbours.n_is_public:
+            raise ConfigError("JAM-PGM is defined under bounded DP (n public).",
+                              hint="Use --neighbours bounded, or AIM for unbounded DP.")
+        return []
+
+    def public_answer(self, state: RunState, clique) -> np.ndarray:
+        if clique not in self._public_answers:
+            pub = state.data.public
+            self._public_answers[clique] = pub.marginal(clique) * (state.n / pub.n)
+        return self._public_answers[clique]
+
+    def _public_error(self, state: RunState, clique) -> float:
+        """CURATOR-ONLY: L1 distance between the private and the rescaled public marginal."""
+        if clique not in self._public_errors:
+            self._public_errors[clique] = float(
+                np.abs(state.data.private.marginal(clique) - self.public_answer(state, clique)).sum())
+        return self._public_errors[clique]
+
+    def plan(self, state: RunState) -> RoundPlan | None:
+        t = state.round  # rounds completed so far
+        ledger = state.ledger
+        if t >= self.T or ledger.remaining <= 0:
+            return None
+        rho_t = (ledger.total - ledger.spent) / (self.T - t)
+        rho_select = (1 - self.alpha) * rho_t
+        rho_measure = self.alpha * rho_t
+        std = privacy.gaussian_std(rho_measure, state.neighbours.marginal_l2_sensitivity)
+        limit = self.max_model_size * (ledger.spent + rho_t) / ledger.total
+        return RoundPlan(epsilon=privacy.exponential_eps(rho_select),
+                         sensitivity=JAM_SCORE_SENSITIVITY, noise_std=std,
+                         rho_measure=rho_measure, fit_stddev=1.0,
+                         final=(t == self.T - 1), size_limit_mb=limit)
+
+    def candidates(self, state: RunState, plan: RoundPlan) -> list[Candidate]:
+        closure = state.workload.downward_closure()
+        pool = [Candidate(cl, src) for cl in closure for src in (PRIVATE, PUBLIC)]
+        return size_filter(state.data.sizes, state.measured_cliques, pool, plan.size_limit_mb)
+
+    def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
+        private, model = state.data.private, state.model
+        current: dict = {}
+        out = np.empty(len(candidates))
+        for i, cand in enumerate(candidates):
+            cl = cand.clique
+            if cl not in current:
+                current[cl] = float(np.abs(private.marginal(cl) - model.counts(cl)).sum())
+            if cand.source == PRIVATE:
+                out[i] = current[cl] - expected_noise_l1(plan.noise_std, private.cells(cl))
+            else:
+                out[i] = current[cl] - self._public_error(state, cl)
+        return out

@@ -1,0 +1,156 @@
+"""Release files: synthetic data, the JSON run report and the privacy statement.
+
+The report holds only releasable values: the configuration, the privacy
+statement, the measurement list (clique, source, noise scale, noisy answer),
+the round events without their curator-only block, the ledger and the schema.
+:func:`check_release` refuses a report that carries a curator-only key.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from . import __version__
+from .errors import ConfigError, DataError
+from .privacy import cdp_epsilon
+
+REPORT_FORMAT = "synth-workbench-report/1"
+
+#: Keys that carry values computed from the private data without noise.
+CURATOR_ONLY_KEYS = frozenset({"curator", "scores", "workload_error", "per_marginal_error",
+                               "true_error", "public_error", "exact_answer"})
+
+DOMAIN_NOTES = {
+    "declared": "The domain (category lists and numeric bounds) was declared in a schema; "
+                "it does not depend on the private data.",
+    "public": "The domain (category lists and numeric bounds) was read off the public data; "
+              "it does not depend on the private data.",
+    "private": "WARNING: domain not privacy-protected. The category lists and numeric bounds "
+               "were read off the private data, so the released schema reveals which values "
+               "occur in it. Declare a schema to avoid this.",
+}
+
+
+def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: str,
+                      public_rows: str | None, public_columns=(), domain_source: str,
+                      research_mode: bool, spent: float) -> str:
+    unit = ("replacing one record (bounded DP; the number of records is public)"
+            if neighbours == "bounded" else
+            "adding or removing one record (unbounded DP)")
+    eps_spent = cdp_epsilon(spent, delta) if spent > 0 else 0.0
+    lines = [
+        f"This release satisfies {rho:.6g}-zCDP, which implies ({epsilon:g}, {delta:g})-differential "
+        f"privacy (exact conversion of Canonne, Kamath and Steinke 2020), for neighbouring "
+        f"datasets that differ by {unit}.",
+        f"The mechanism spent rho = {spent:.6g} of {rho:.6g} "
+        f"(equivalent to epsilon = {eps_spent:.4g} at delta = {delta:g}).",
+    ]
+    if public_rows:
+        lines.append(f"The public rows ({public_rows}) were used without protection: "
+                     "the guarantee covers the private table only.")
+    if public_columns:
+        lines.append("Public columns (" + ", ".join(public_columns) + ") were treated as known "
+                     "for every record; the guarantee protects the remaining columns.")
+    lines.append(DOMAIN_NOTES[domain_source])
+    if research_mode:
+        lines.append("Research mode: noise is continuous Gaussian from a seeded generator, for "
+                     "reproducibility; it is not hardened against floating-point attacks.")
+    return " ".join(lines)
+
+
+def build_report(*, config: dict, privacy: dict, domain_source: str, schema: dict,
+                 public: dict, workload: dict, measurements: list, events: list,
+                 ledger: dict, synthetic: dict, data: dict) -> dict:
+    report = {
+        "format": REPORT_FORMAT,
+        "software": {"synth_core": __version__},
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "config": config,
+        "privacy": privacy,
+        "domain": {"source": domain_source, "protected": domain_source != "private",
+                   "note": DOMAIN_NOTES[domain_source]},
+        "data": data,
+        "public_information": public,
+        "workload": workload,
+        "measurements": measurements,
+        "rounds": events,
+        "ledger": ledger,
+        "schema": schema,
+        "synthetic": synthetic,
+    }
+    check_release(report)
+    return report
+
+
+def check_release(obj, path: str = "report") -> None:
+    """Raise if a release object contains a curator-only key anywhere."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in CURATOR_ONLY_KEYS:
+                raise ConfigError(f"Refusing to release {path}.{key}: it is a curator-only value.")
+            check_release(value, f"{path}.{key}")
+        if obj.get("domain", {}).get("source") == "private" and "WARNING" not in obj["domain"].get("note", ""):
+            raise ConfigError("A release with a private-data-derived domain must carry the warning.")
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            check_release(value, f"{path}[{i}]")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path, obj) -> None:
+    atomic_write_bytes(Path(path), (json.dumps(obj, indent=2) + "\n").encode("utf-8"))
+
+
+def _neutralise(value):
+    """Prefix formula-like text cells so spreadsheets do not execute them."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(value):
+        return "'" + value
+    return value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def write_table(path, df: pd.DataFrame) -> None:
+    """Write synthetic data as CSV (formula-like cells neutralised) or Parquet."""
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith((".parquet", ".pq")):
+        import io
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        atomic_write_bytes(path, buf.getvalue())
+    elif name.endswith(".csv"):
+        safe = df.copy()
+        for col in safe.columns:
+            if safe[col].dtype == object or pd.api.types.is_string_dtype(safe[col]):
+                safe[col] = safe[col].map(_neutralise)
+        atomic_write_bytes(path, safe.to_csv(index=False).encode("utf-8"))
+    else:
+        raise DataError(f"Cannot write '{path}': unsupported file type.",
+                        hint="Use a .csv or .parquet file name.", path=str(path))

@@ -1,0 +1,329 @@
+"""Loading tables and splitting them into private and public parts.
+
+``load_table`` reads CSV (optionally gzipped) and Parquet files and turns
+every problem into a DataError that names the file. ``PublicInfo`` describes
+the public information of a run (public rows and/or public columns), and
+``prepare_tables`` turns the private and public tables into integer codes.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError, DataError, SchemaError
+from .schema import Schema, _format_examples, _show_list
+
+CSV_SUFFIXES = (".csv", ".csv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+ENCODINGS = ("utf-8", "utf-8-sig")
+
+_RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+_TRUE = {"true", "yes", "1"}
+_FALSE = {"false", "no", "0"}
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_table(path, *, name: str | None = None) -> pd.DataFrame:
+    """Read a .csv, .csv.gz, .parquet or .pq file into a DataFrame.
+
+    ``name`` is how errors refer to the file (e.g. the original name of an
+    upload); it defaults to ``path``. Only empty cells are missing values
+    (text such as "NA" is kept as text). Spaces around column names and text
+    cells are removed. The result has a fresh RangeIndex.
+    """
+    path = Path(path)
+    label = name or str(path)
+    lower = path.name.lower()
+    if not lower.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
+        raise DataError(f"cannot read '{label}': unsupported file type.",
+                        hint=f"Supported formats: {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}.",
+                        path=str(path))
+    if not path.exists():
+        raise DataError(f"file '{label}' not found.", path=str(path))
+    if not path.is_file():
+        raise DataError(f"'{label}' is not a file.", path=str(path))
+    if lower.endswith(CSV_SUFFIXES):
+        df = _read_csv(path, label)
+        kind = "a header"
+    else:
+        df = _read_parquet(path, label)
+        kind = "columns"
+    df = _clean_cells(df)
+    if len(df) == 0:
+        raise DataError(f"'{label}' has {kind} but no rows.",
+                        hint="Add data rows to the file.", path=str(path))
+    return df
+
+
+def _read_csv(path: Path, label: str) -> pd.DataFrame:
+    for encoding in ENCODINGS:
+        try:
+            return _read_csv_as(path, label, encoding)
+        except UnicodeDecodeError:
+            continue
+    line = _first_undecodable_line(path)
+    where = f" (line {line})" if line else ""
+    raise DataError(f"cannot decode '{label}'{where}: it is not UTF-8 text "
+                    f"(tried {', '.join(ENCODINGS)}).",
+                    hint="Save the file as UTF-8 (in Excel: 'CSV UTF-8').", path=str(path))
+
+
+def _read_csv_as(path: Path, label: str, encoding: str) -> pd.DataFrame:
+    options = dict(encoding=encoding, keep_default_na=False, na_values=[""],
+                   index_col=False, low_memory=False)
+    try:
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, **options)
+        names = _clean_names(header.iloc[0].tolist(), label, path)
+        with warnings.catch_warnings():
+            # A first data row longer than the header only warns, and loses data.
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(path, **options)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"'{label}' is empty: it has no header row.",
+                        hint="Check that you picked the right file.", path=str(path)) from None
+    except pd.errors.ParserWarning:
+        line, fields = _first_long_row(path, encoding, len(names))
+        raise _ragged_error(label, path, line, fields, len(names)) from None
+    except pd.errors.ParserError as exc:
+        match = _RAGGED.search(str(exc))
+        if match:
+            expected, line, saw = map(int, match.groups())
+            raise _ragged_error(label, path, line, saw, expected) from None
+        raise DataError(f"cannot read '{label}' as CSV: {str(exc).strip().rstrip('.')}.",
+                        path=str(path)) from None
+    df.columns = names
+    return df
+
+
+def _ragged_error(label, path, line, fields, expected) -> DataError:
+    return DataError(f"'{label}' line {line} has {fields} fields, but the header has {expected}.",
+                     hint="Every row needs one value per column; check for unquoted commas "
+                          "or a missing header name.", path=str(path))
+
+
+def _open_text(path: Path, encoding: str):
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding=encoding, newline="")
+    return open(path, encoding=encoding, newline="")
+
+
+def _first_long_row(path: Path, encoding: str, expected: int) -> tuple[int | str, int]:
+    """Line number and field count of the first row longer than the header."""
+    with _open_text(path, encoding) as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        for row in reader:
+            if len(row) > expected:
+                return reader.line_num, len(row)
+    return "?", expected + 1
+
+
+def _first_undecodable_line(path: Path) -> int | None:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return raw.count(b"\n", 0, exc.start) + 1
+    return None
+
+
+def _read_parquet(path: Path, label: str) -> pd.DataFrame:
+    try:
+        df = pd.read_parquet(path)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read '{label}' as Parquet: {str(exc).rstrip('.')}.",
+                        hint="Check that the file is a Parquet file.", path=str(path)) from None
+    df = df.reset_index(drop=True)
+    df.columns = _clean_names(list(df.columns), label, path)
+    return df
+
+
+def _clean_names(raw: list, label: str, path: Path) -> list[str]:
+    """Header names with spaces removed; blank or duplicated names fail."""
+    names = ["" if pd.isna(n) else str(n).strip() for n in raw]
+    blank = [i + 1 for i, n in enumerate(names) if not n]
+    if blank:
+        raise DataError(f"'{label}' has blank column names (column {', '.join(map(str, blank))}).",
+                        hint="Give every column a name in the header row.", path=str(path))
+    doubled = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+    if doubled:
+        raise DataError(f"'{label}' has duplicated column names: {_show_list(doubled)}.",
+                        hint="Rename the columns so that every name is distinct.",
+                        path=str(path))
+    return names
+
+
+def _clean_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """Strip spaces around text cells; blank cells become NaN. A text column
+    that holds only numbers once blanks are gone becomes numeric."""
+    df = df.copy()
+    for name in df.columns:
+        column = df[name]
+        if pd.api.types.is_string_dtype(column.dtype):
+            stripped = column.str.strip()
+        elif column.dtype == object:
+            stripped = column.map(lambda v: v.strip() if isinstance(v, str) else v)
+        else:
+            continue
+        stripped = stripped.mask(stripped.eq("").fillna(False).astype(bool))
+        if not stripped.equals(column):
+            try:
+                stripped = pd.to_numeric(stripped)
+            except (ValueError, TypeError):
+                pass
+        df[name] = stripped
+    return df
+
+
+# ---------------------------------------------------------------- public data
+
+
+@dataclass(frozen=True, eq=False)
+class PublicRows:
+    """Public records: a separate ``table`` (named ``source_name`` in messages)
+    or a boolean ``flag_column`` of the loaded table. Exactly one of the two."""
+
+    table: pd.DataFrame | None = None
+    source_name: str | None = None
+    flag_column: str | None = None
+
+    def __post_init__(self):
+        if (self.table is None) == (self.flag_column is None):
+            raise ConfigError("public rows need exactly one of a public table "
+                              "or a flag column.")
+        if self.table is not None and self.source_name is None:
+            object.__setattr__(self, "source_name", "public data")
+
+    @property
+    def label(self) -> str:
+        """How messages refer to the public rows."""
+        if self.table is not None:
+            return f"public table '{self.source_name}'"
+        return f"public rows (flag column '{self.flag_column}')"
+
+    def split(self, df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(private rows, public rows). With a flag column, rows flagged true
+        are public and the flag column is dropped from both parts."""
+        if self.table is not None:
+            return df, self.table
+        if self.flag_column not in df.columns:
+            raise DataError(f"the public-rows flag column '{self.flag_column}' is not in the table.",
+                            hint=f"Its columns are: {_show_list(df.columns)}.",
+                            column=self.flag_column)
+        public = _parse_flags(df[self.flag_column], self.flag_column)
+        rest = df.drop(columns=[self.flag_column])
+        return (rest[~public].reset_index(drop=True),
+                rest[public].reset_index(drop=True))
+
+
+def _parse_flags(values: pd.Series, column: str) -> np.ndarray:
+    """True/false per row from bools, 0/1 or true/false/yes/no text."""
+    inverse, uniques = pd.factorize(values, use_na_sentinel=True)
+    per_unique = np.array([_flag(v) for v in uniques] + [-1], dtype=np.int8)
+    flags = per_unique[inverse]
+    bad = flags < 0
+    if bad.any():
+        counts = pd.Series(values[bad].to_numpy(dtype=object)).value_counts(dropna=False)
+        pairs = [(v, int(n)) for v, n in counts.items()]
+        raise DataError(
+            f"flag column '{column}' has {int(bad.sum()):,} rows that are not true or false: "
+            f"{_format_examples(pairs)}.",
+            hint="Use true/false, yes/no or 1/0 in every row.", column=column)
+    return flags.astype(bool)
+
+
+def _flag(value) -> int:
+    """1 for true, 0 for false, -1 for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        return 1 if text in _TRUE else 0 if text in _FALSE else -1
+    try:
+        return {0: 0, 1: 1}.get(float(value), -1)
+    except (TypeError, ValueError):
+        return -1
+
+
+@dataclass(frozen=True)
+class PublicInfo:
+    """The public information of a run: public rows (horizontal) and/or
+    public columns (vertical: known for every record)."""
+
+    rows: PublicRows | None = None
+    columns: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        columns = (self.columns,) if isinstance(self.columns, str) else tuple(self.columns)
+        object.__setattr__(self, "columns", columns)
+
+    @property
+    def has_public_rows(self) -> bool:
+        return self.rows is not None
+
+    @property
+    def has_public_columns(self) -> bool:
+        return bool(self.columns)
+
+    def validate(self, schema: Schema) -> None:
+        """SchemaError if a public column is unknown or repeated, or if every
+        column is public (nothing would be left to protect)."""
+        unknown = [c for c in self.columns if c not in schema.names]
+        if unknown:
+            raise SchemaError(f"public columns not in the schema: {_show_list(unknown)}.",
+                              hint=f"Known columns: {_show_list(schema.names)}.",
+                              column=unknown[0])
+        doubled = list(dict.fromkeys(c for c in self.columns if self.columns.count(c) > 1))
+        if doubled:
+            raise SchemaError(f"public columns listed twice: {_show_list(doubled)}.",
+                              column=doubled[0])
+        if set(self.columns) == set(schema.names):
+            raise SchemaError("every column is marked public, so there is nothing private "
+                              "to protect.", hint="Leave at least one column private.")
+
+
+def prepare_tables(private_df: pd.DataFrame, schema: Schema, public: PublicInfo | None,
+                   *, private_name: str = "data") -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Integer codes of the private table and of the public rows (or None).
+
+    Public rows come from a separate table or from a flag column of
+    ``private_df``; both parts are checked against ``schema`` and errors name
+    the part at fault ("public table 'pub.csv': column 'sex' ...").
+    """
+    public = public or PublicInfo()
+    public.validate(schema)
+    public_df, rows = None, public.rows
+    if rows is not None:
+        if rows.flag_column is not None and rows.flag_column in schema.names:
+            raise SchemaError(f"the public-rows flag column '{rows.flag_column}' is also a "
+                              "schema column.", hint="Remove it from the schema.",
+                              column=rows.flag_column)
+        private_df, public_df = rows.split(private_df)
+        if len(public_df) == 0:
+            raise DataError(f"{rows.label} has no rows.",
+                            hint="Flag some rows as public, or run without public rows.")
+    if len(private_df) == 0:
+        raise DataError(f"the private table '{private_name}' has no rows"
+                        + (" once the public rows are split off." if rows else "."),
+                        hint="Keep at least one private row.")
+    private_codes = schema.encode(private_df, table_name=private_name, role="private table")
+    if public_df is None:
+        return private_codes, None
+    if rows.table is not None:
+        public_codes = schema.encode(public_df, table_name=rows.source_name, role="public table")
+    else:
+        public_codes = schema.encode(public_df, table_name=rows.flag_column,
+                                     role="public rows flagged by")
+    return private_codes, public_codes
