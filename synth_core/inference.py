@@ -140,19 +140,29 @@ class ModelMarginals:
             if set(attrs) <= set(cl):
                 return _sum_to(self.beliefs[cl], cl, tuple(attrs))
         nodes, parents = self._subtree(attrs)
-        labels: dict[str, int] = {}
-
-        def lab(cl):
-            return [labels.setdefault(c, len(labels)) for c in cl]
-
-        operands: list = []
-        for node in nodes:
-            operands += [self.beliefs[node], lab(node)]
+        children: dict[Clique, list[Clique]] = {n: [] for n in nodes}
         for child, par in parents.items():
-            sep, inv = self._separator(child, par)
-            operands += [inv, lab(sep)]
-        out = lab(attrs)
-        return np.einsum(*operands, out, optimize="greedy")
+            children[par].append(child)
+        wanted = set(attrs)
+        messages: dict[Clique, tuple[np.ndarray, tuple[str, ...]]] = {}
+        # leaves first: each node sends p(its part of the query | separator to its parent),
+        # summing out every variable no later step needs, so messages stay small
+        for node in reversed(nodes):
+            table, labels = self.beliefs[node], tuple(node)
+            up: tuple[str, ...] = ()
+            if node in parents:
+                up, inv = self._separator(node, parents[node])
+                table = _contract(table, labels, inv, up, labels)
+            pending = list(children[node])
+            while pending:
+                msg, mlabels = messages.pop(pending.pop())
+                later = set(up).union(*(set(c) & set(node) for c in pending))
+                keep = tuple(dict.fromkeys(c for c in labels + mlabels if c in wanted or c in later))
+                table, labels = _contract(table, labels, msg, mlabels, keep), keep
+            keep = tuple(c for c in labels if c in wanted or c in up)
+            messages[node] = (_sum_to(table, labels, keep), keep)
+        table, labels = messages[nodes[0]]
+        return _sum_to(table, labels, tuple(attrs))
 
     def counts(self, clique: Sequence[str]) -> np.ndarray:
         """``M_r(p)``: the model's marginal counts, flattened like a data marginal."""
@@ -160,6 +170,15 @@ class ModelMarginals:
 
     def many(self, cliques: Sequence[Sequence[str]]) -> dict[Clique, np.ndarray]:
         return {tuple(cl): self.counts(cl) for cl in cliques}
+
+
+def _contract(a: np.ndarray, la: Sequence[str], b: np.ndarray, lb: Sequence[str],
+              out: Sequence[str]) -> np.ndarray:
+    """``sum over the rest of a[la] * b[lb]``, laid out as ``out`` (one pairwise einsum)."""
+    index: dict[str, int] = {}
+    ia = [index.setdefault(c, len(index)) for c in la]
+    ib = [index.setdefault(c, len(index)) for c in lb]
+    return np.einsum(a, ia, b, ib, [index[c] for c in out], optimize=True)
 
 
 def _sum_to(array: np.ndarray, axes: Clique, keep: Clique) -> np.ndarray:

@@ -60,6 +60,11 @@ class AIM(AdaptiveMechanism):
         self.weights = state.workload.candidate_weights()
         d = len(state.data.sizes)
         T = self.T or 16 * d
+        if T < d:
+            raise ConfigError(
+                f"AIM's budget scale T={T} is smaller than the number of columns ({d}): the "
+                f"1-way initialisation alone would cost {d}/{T} x 90% of the budget.",
+                hint=f"Use rounds >= {d} (the paper's default is 16 x {d} = {16 * d}).")
         rho = state.ledger.total
         self.sigma = math.sqrt(T / (2 * AIM_MEASURE_SHARE * rho))
         self.eps = math.sqrt(8 * (1 - AIM_MEASURE_SHARE) * rho / T)

@@ -1,0 +1,59 @@
+"""Shared helpers for the benchmarks: the read-only data beside the checkout,
+resource readings, and JSON-lines output."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+DATA = SHARED / "data"
+REFERENCE = SHARED / "reference"
+
+
+def require_shared() -> None:
+    if not DATA.exists():
+        sys.exit(f"benchmark data not found at {DATA}; the benchmarks need ../shared/data")
+
+
+def dataset(name: str):
+    """(private CSV, public CSV or None, domain JSON) of a shared dataset."""
+    folder = DATA / name
+    priv = folder / "priv.csv"
+    if not priv.exists():
+        priv = folder / f"{name}.csv"
+    pub = folder / "pub.csv"
+    return priv, (pub if pub.exists() else None), folder / "domain.json"
+
+
+def reference_results() -> list[dict]:
+    path = REFERENCE / "results.jsonl"
+    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
+
+
+def public_proxy() -> dict[str, float]:
+    path = REFERENCE / "public_proxy.jsonl"
+    if not path.exists():
+        return {}
+    rows = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    return {r["data"]: r["public_proxy_workload_error"] for r in rows}
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def rss_mb() -> float:
+    with open(f"/proc/{os.getpid()}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return -1.0
+
+
+def emit(**record) -> None:
+    print(json.dumps(record), flush=True)
