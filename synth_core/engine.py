@@ -344,10 +344,18 @@ class Engine:
             yield self._event(0, [c.clique for c in init], "+".join(sorted(sources)),
                               noise_std if PRIVATE in sources else None, None, 0.0, rho0, started,
                               note="initialisation")
+        pending = None  # (plan, chosen, model before the measurement) awaiting the refit
         while True:
+            # a round's seconds include the refit after the previous measurement
             started = time.perf_counter()
             if self._needs_fit:
                 self._refit()
+            if pending is not None:
+                plan, chosen, before = pending
+                mech.after_round(st, plan, chosen, before, st.model)
+                pending = None
+                if plan.final:
+                    break
             plan = mech.plan(st)
             if plan is None:
                 break
@@ -366,9 +374,6 @@ class Engine:
             yield self._event(st.round, [chosen.clique], chosen.source,
                               m.noise_std if chosen.source == PRIVATE else None, plan.epsilon,
                               rho_select, rho_meas, started, len(pool), curator=curator)
-            self._refit()
-            mech.after_round(st, plan, chosen, before, st.model)
-            if plan.final:
-                break
+            pending = (plan, chosen, before)
         self._refit(self.final_fit_iters)
         self.model = st.model
