@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 from common import dataset, emit, peak_rss_mb, public_proxy, reference_results, require_shared
@@ -37,6 +38,7 @@ def run_one(name, mechanism, epsilon, seed, rounds, fit_iters):
                            schema=load_schema(domain)):
         if first is None:
             first = time.perf_counter() - start
+        print(f"[{name} {mechanism} eps={epsilon} seed={seed}] {event.describe()}", file=sys.stderr, flush=True)
         if event.round > 0:
             n_rounds += 1
             public_rounds += event.source == "public"
