@@ -60,19 +60,24 @@ def cdp_delta(rho: float, eps: float) -> float:
     return min(1.0, math.exp(log_delta))
 
 
+def _bisect(ok, lo: float, hi: float, *, ok_is_low: bool) -> float:
+    """Boundary of a monotone predicate on [lo, hi]; returns the side where ``ok`` holds."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if ok(mid) == ok_is_low:
+            lo = mid
+        else:
+            hi = mid
+    return lo if ok_is_low else hi
+
+
 def cdp_epsilon(rho: float, delta: float) -> float:
     """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP."""
     _check_delta(delta)
     if rho == 0:
         return 0.0
-    lo, hi = 0.0, rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)) + 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if cdp_delta(rho, mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)) + 1.0
+    return _bisect(lambda e: cdp_delta(rho, e) <= delta, 0.0, hi, ok_is_low=False)
 
 
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
@@ -80,14 +85,7 @@ def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ConfigError(f"epsilon must be a positive number, got {epsilon!r}.")
     _check_delta(delta)
-    lo, hi = 0.0, epsilon + 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if cdp_delta(mid, epsilon) <= delta:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _bisect(lambda r: cdp_delta(r, epsilon) <= delta, 0.0, epsilon + 1.0, ok_is_low=True)
 
 
 def _check_delta(delta: float) -> None:
