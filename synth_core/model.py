@@ -77,10 +77,61 @@ class FitMeasurement:
 
 
 def model_size_mb(sizes: Mapping[str, int], cliques: Sequence[Clique]) -> float:
-    """Size of the junction tree of ``cliques`` in MB (Private-PGM's measure)."""
+    """Size in MB of the junction tree Private-PGM builds for ``cliques``.
+
+    Equals ``mbi.junction_tree.hypothetical_model_size`` (a test checks this on
+    random clique sets) without building networkx graphs: the size filter asks
+    this for every candidate in every round. Same rules as mbi: a forest-free
+    tree over all columns is triangulated as it is; otherwise mbi's greedy
+    elimination order (cost = cells of the union of the cliques holding the
+    column, 1 for a column in none, ties to the earlier column) is simulated,
+    and the maximal elimination cliques are the junction tree's cliques.
+    """
     if not cliques:
         return 0.0
-    return float(junction_tree.hypothetical_model_size(make_domain(sizes), list(cliques)))
+    attrs = list(sizes)
+    nbrs: dict[str, set] = {a: set() for a in attrs}
+    for cl in cliques:
+        for a in cl:
+            nbrs[a].update(c for c in cl if c != a)
+    edges = sum(len(v) for v in nbrs.values()) // 2
+    if edges and edges == len(attrs) - 1 and _connected(nbrs):  # a tree: edges are the cliques
+        cells = sum(sizes[a] * sizes[b] for a in attrs for b in nbrs[a] if a < b)
+        return cells * 8 / 2 ** 20
+    in_clique = {a for cl in cliques for a in cl}
+    remaining = list(attrs)
+    elim_cliques: list[frozenset] = []
+    while remaining:
+        best, best_cost = None, None
+        for a in remaining:
+            if a in in_clique or nbrs[a]:
+                cost = sizes[a]
+                for b in nbrs[a]:
+                    cost *= sizes[b]
+            else:
+                cost = 1
+            if best_cost is None or cost < best_cost:
+                best, best_cost = a, cost
+        around = nbrs.pop(best)
+        for b in around:
+            nbrs[b].discard(best)
+            nbrs[b].update(c for c in around if c != b)
+        remaining.remove(best)
+        elim_cliques.append(frozenset(around | {best}))
+    maximal = [c for c in set(elim_cliques) if not any(c < o for o in elim_cliques)]
+    cells = sum(int(np.prod([sizes[a] for a in c], dtype=np.int64)) for c in maximal)
+    return cells * 8 / 2 ** 20
+
+
+def _connected(nbrs: dict[str, set]) -> bool:
+    start = next(iter(nbrs))
+    seen, stack = {start}, [start]
+    while stack:
+        for b in nbrs[stack.pop()]:
+            if b not in seen:
+                seen.add(b)
+                stack.append(b)
+    return len(seen) == len(nbrs)
 
 
 @functools.lru_cache(maxsize=64)

@@ -76,3 +76,24 @@ def test_memory_map_bound():
     assert memory_maps() > 0
     assert bound_compiled_programs(limit=10) is True  # clears JAX caches
     assert bound_compiled_programs(limit=10 ** 9) is False
+
+
+def test_model_size_equals_mbi_on_random_structures():
+    import random
+
+    from mbi import junction_tree
+
+    from synth_core.model import make_domain, model_size_mb
+
+    rnd = random.Random(0)
+    for trial in range(150):
+        d = rnd.randint(1, 9)
+        sizes = {f"c{i}": rnd.choice([2, 3, 5, 16, 32]) for i in range(d)}
+        cols = list(sizes)
+        cliques = []
+        for _ in range(rnd.randint(1, 8)):
+            k = rnd.randint(1, min(3, d))
+            cliques.append(tuple(sorted(rnd.sample(cols, k), key=cols.index)))
+        ours = model_size_mb(sizes, cliques)
+        theirs = junction_tree.hypothetical_model_size(make_domain(sizes), cliques)
+        assert ours == pytest.approx(theirs, rel=1e-12), (sizes, cliques)
