@@ -59,7 +59,7 @@ def main():
     ap.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0, 10.0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--rounds", type=int, default=None, help="JAM-PGM rounds (default 30)")
-    ap.add_argument("--fit-iters", type=int, default=300)
+    ap.add_argument("--fit-iters", type=int, default=100)
     args = ap.parse_args()
     require_shared()
     refs = reference_results()

@@ -47,8 +47,9 @@ class RunConfig:
     rounds: int | None = None
     seed: int | None = 0
     max_model_size: float = 80.0
-    fit_iters: int = 300
-    final_fit_iters: int = 2000
+    fit_iters: int = 100
+    final_fit_iters: int = 1000
+    fit_tol: float = 1e-4
     options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -61,6 +62,8 @@ class RunConfig:
             raise ConfigError(f"rounds must be at least 1, got {self.rounds}.")
         if self.fit_iters < 1 or self.final_fit_iters < 1:
             raise ConfigError("fit iterations must be at least 1.")
+        if not self.fit_tol >= 0:
+            raise ConfigError(f"fit_tol must be a non-negative number, got {self.fit_tol!r}.")
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -228,12 +231,13 @@ class Synthesizer:
     def __init__(self, mechanism: str = "jam-pgm", *, epsilon: float = 1.0, delta: float = 1e-9,
                  workload: str | Workload = "all-3way", neighbours: str = "bounded",
                  rounds: int | None = None, seed: int | None = 0, max_model_size: float = 80.0,
-                 fit_iters: int = 300, final_fit_iters: int = 2000, **options):
+                 fit_iters: int = 100, final_fit_iters: int = 1000, fit_tol: float = 1e-4,
+                 **options):
         self._workload = workload if isinstance(workload, Workload) else None
         self.config = RunConfig(mechanism, float(epsilon), float(delta), str(neighbours),
                                 workload if isinstance(workload, str) else workload.description,
                                 rounds, seed, float(max_model_size), int(fit_iters),
-                                int(final_fit_iters), dict(options))
+                                int(final_fit_iters), float(fit_tol), dict(options))
         self.config.validate()
         self.result: RunResult | None = None
         self.engine: Engine | None = None
@@ -269,7 +273,8 @@ class Synthesizer:
                 options.setdefault("rounds", cfg.rounds)
         mechanism = make_mechanism(cfg.mechanism, **options)
         engine = Engine(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
-                        seed=seed, fit_iters=cfg.fit_iters, final_fit_iters=cfg.final_fit_iters)
+                        seed=seed, fit_iters=cfg.fit_iters, final_fit_iters=cfg.final_fit_iters,
+                        fit_tol=cfg.fit_tol)
         self.engine = engine
         yield from engine.rounds()
 

@@ -63,10 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--seed", type=int, default=None,
                       help="seed for a reproducible research-mode run (default: a fresh "
                            "seed from the operating system)")
-    mech.add_argument("--fit-iters", type=int, default=300,
-                      help="maximum mirror-descent iterations per round's fit (default: 300)")
-    mech.add_argument("--final-fit-iters", type=int, default=2000,
-                      help="maximum iterations of the final fit (default: 2000)")
+    mech.add_argument("--fit-iters", type=int, default=100,
+                      help="maximum mirror-descent iterations per round's fit (default: 100)")
+    mech.add_argument("--final-fit-iters", type=int, default=1000,
+                      help="maximum iterations of the final fit (default: 1000)")
+    mech.add_argument("--fit-tol", type=float, default=1e-4,
+                      help="a round's fit stops early once the loss improves by less than this "
+                           "fraction over 50 iterations, twice in a row (default: 1e-4)")
     out = run.add_argument_group("output")
     out.add_argument("--out", metavar="PATH", default="out/synthetic.csv",
                      help="synthetic data, .csv or .parquet (default: out/synthetic.csv)")
@@ -104,7 +107,8 @@ def _run(args) -> int:
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta,
                         workload=args.workload, neighbours=args.neighbours, rounds=args.rounds,
                         seed=args.seed, max_model_size=args.max_model_size,
-                        fit_iters=args.fit_iters, final_fit_iters=args.final_fit_iters)
+                        fit_iters=args.fit_iters, final_fit_iters=args.final_fit_iters,
+                        fit_tol=args.fit_tol)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
         f"({args.neighbours} DP), workload {args.workload}")

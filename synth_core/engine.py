@@ -275,7 +275,8 @@ class Engine:
 
     def __init__(self, mechanism: AdaptiveMechanism, data: PreparedData, workload: Workload,
                  *, rho: float, neighbours: Neighbours, seed: int | None,
-                 fit_iters: int = 1000, final_fit_iters: int = 2000, fit_tol: float = 1e-6):
+                 fit_iters: int = 100, final_fit_iters: int = 1000, fit_tol: float = 1e-4,
+                 final_fit_tol: float = 1e-7):
         self.mechanism = mechanism
         self.data = data
         self.workload = workload
@@ -283,6 +284,7 @@ class Engine:
         self.ledger = Ledger(rho)
         self.rng = np.random.default_rng(seed)
         self.final_fit_iters = final_fit_iters
+        self.final_fit_tol = final_fit_tol
         self.estimator = PGMEstimator(data.sizes, max_iters=fit_iters, tol=fit_tol)
         total = float(data.n) if neighbours.n_is_public else 1.0
         self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
@@ -293,11 +295,11 @@ class Engine:
 
     # -- steps -----------------------------------------------------------------
 
-    def _refit(self, max_iters: int | None = None) -> None:
+    def _refit(self, max_iters: int | None = None, tol: float | None = None) -> None:
         st = self.state
         before = st.model
         st.model = self.estimator.fit([m.to_fit() for m in st.measurements], st.total,
-                                      warm=before, max_iters=max_iters)
+                                      warm=before, max_iters=max_iters, tol=tol)
         self._needs_fit = False
 
     def _measure(self, cand: Candidate, round_: int, noise_std: float, fit_std: float,
@@ -375,5 +377,5 @@ class Engine:
                               m.noise_std if chosen.source == PRIVATE else None, plan.epsilon,
                               rho_select, rho_meas, started, len(pool), curator=curator)
             pending = (plan, chosen, before)
-        self._refit(self.final_fit_iters)
+        self._refit(self.final_fit_iters, self.final_fit_tol)
         self.model = st.model

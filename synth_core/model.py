@@ -236,7 +236,8 @@ class PGMEstimator:
                                   stddev=float(m.stddev)) for m in measurements]
 
     def fit(self, measurements: Sequence[FitMeasurement], total: float,
-            warm: FittedModel | None = None, max_iters: int | None = None) -> FittedModel:
+            warm: FittedModel | None = None, max_iters: int | None = None,
+            tol: float | None = None) -> FittedModel:
         """Fit a model to the measurements, warm-started from ``warm`` if given."""
         start = time.perf_counter()
         if not measurements:
@@ -255,7 +256,8 @@ class PGMEstimator:
         with _JAX_LOCK:
             before = _fit_program._cache_size()
             potentials, marginals, beliefs, _, blocks = _fit_program(
-                self._estimator, potentials, loss_fn, float(total), self.tol, max_blocks, tree_cliques)
+                self._estimator, potentials, loss_fn, float(total),
+                self.tol if tol is None else float(tol), max_blocks, tree_cliques)
             beliefs = {cl: np.asarray(beliefs[cl].datavector(flatten=False)) for cl in tree_cliques}
             self.compiles += _fit_program._cache_size() - before
             bound_compiled_programs()
