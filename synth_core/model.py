@@ -44,8 +44,9 @@ Clique = tuple[str, ...]
 #: Mirror-descent steps between two convergence checks.
 STEPS_PER_BLOCK = 50
 #: Clear JAX's caches once the process holds more memory maps than this
-#: (the kernel's limit here is 65,530).
-MAX_MEMORY_MAPS = 30_000
+#: (the kernel limit is 65,530; each compiled fit holds about 500 maps and
+#: some 25 MB that the process reuses after a clear).
+MAX_MEMORY_MAPS = 12_000
 
 _JAX_LOCK = threading.Lock()
 
