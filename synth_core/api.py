@@ -285,6 +285,8 @@ class Synthesizer:
         else:
             codes = engine.model.sample(rows, int(rng.integers(2 ** 32)))
         synthetic = inputs.schema.decode(codes, rng)
+        if not mechanism.uses_public_rows:
+            inputs.public_label = None  # given but unused: not part of the release's claims
         report = self._report(inputs, workload, engine, rho, research, len(synthetic))
         self.result = RunResult(cfg, inputs, workload, engine.events, engine.state.measurements,
                                 engine.ledger, engine.model, codes, synthetic, report,
@@ -316,7 +318,8 @@ class Synthesizer:
             config=config, privacy=privacy, domain_source=inputs.schema.source,
             schema=inputs.schema.to_json(),
             public={"rows": inputs.public_label, "columns": list(inputs.public.columns),
-                    "n_public": inputs.data.public.n if inputs.data.public is not None else None},
+                    "n_public": inputs.data.public.n
+                    if inputs.public_label and inputs.data.public is not None else None},
             workload=workload.to_json(),
             measurements=[m.to_json() for m in engine.state.measurements],
             events=[e.to_release() for e in engine.events],

@@ -211,6 +211,8 @@ class AdaptiveMechanism(ABC):
     name: str = ""
     #: the mechanism never touches the private data (zero budget)
     zero_budget: bool = False
+    #: the mechanism reads public rows (else they are ignored and not reported)
+    uses_public_rows: bool = False
 
     def initialise(self, state: RunState) -> list[Candidate]:
         """Marginals measured before the first round (charged by the engine)."""

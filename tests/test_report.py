@@ -58,3 +58,11 @@ def test_csv_export_neutralises_formulas(tmp_path):
     from synth_core.errors import DataError
     with pytest.raises(DataError, match="unsupported"):
         write_table(tmp_path / "x.xlsx", df)
+
+
+def test_unused_public_rows_are_not_claimed(small_private, small_public, small_schema):
+    synth = Synthesizer("aim", epsilon=1.0, rounds=5, workload="all-2way", seed=0, fit_iters=50,
+                        final_fit_iters=100)
+    res = synth.fit(small_private, small_public, schema=small_schema)
+    assert res.report["public_information"]["rows"] is None
+    assert "public rows" not in res.report["privacy"]["statement"]

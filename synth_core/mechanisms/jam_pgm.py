@@ -37,6 +37,7 @@ JAM_DEFAULT_ROUNDS = 30
 
 class JAMPGM(AdaptiveMechanism):
     name = "jam-pgm"
+    uses_public_rows = True
 
     def __init__(self, rounds: int = JAM_DEFAULT_ROUNDS, alpha: float = JAM_MEASURE_SHARE,
                  max_model_size: float = 80.0):

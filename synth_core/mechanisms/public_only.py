@@ -17,6 +17,7 @@ from ..errors import ConfigError
 class PublicOnly(AdaptiveMechanism):
     name = "public-only"
     zero_budget = True
+    uses_public_rows = True
 
     def __init__(self, **_ignored):
         pass
