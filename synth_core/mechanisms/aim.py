@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import privacy
 from ..engine import (PRIVATE, AdaptiveMechanism, Candidate, RoundPlan, RunState,
                       expected_noise_l1, size_filter)
 from ..errors import ConfigError
@@ -66,8 +67,9 @@ class AIM(AdaptiveMechanism):
                 f"1-way initialisation alone would cost {d}/{T} x 90% of the budget.",
                 hint=f"Use rounds >= {d} (the paper's default is 16 x {d} = {16 * d}).")
         rho = state.ledger.total
-        self.sigma = math.sqrt(T / (2 * AIM_MEASURE_SHARE * rho))
-        self.eps = math.sqrt(8 * (1 - AIM_MEASURE_SHARE) * rho / T)
+        # sigma is in units of the L2 sensitivity: std 1 x sigma costs 1 / (2 sigma^2)
+        self.sigma = privacy.gaussian_std(AIM_MEASURE_SHARE * rho / T, 1.0)
+        self.eps = privacy.exponential_eps((1 - AIM_MEASURE_SHARE) * rho / T)
         oneway = [cl for cl in self.weights if len(cl) == 1]
         return [Candidate(cl, PRIVATE) for cl in oneway]
 
@@ -81,13 +83,13 @@ class AIM(AdaptiveMechanism):
         ledger = state.ledger
         final = False
         remaining = ledger.total - ledger.spent
-        if remaining < 2 * (0.5 / self.sigma ** 2 + self.eps ** 2 / 8):
-            self.sigma = math.sqrt(1 / (2 * AIM_MEASURE_SHARE * remaining))
-            self.eps = math.sqrt(8 * (1 - AIM_MEASURE_SHARE) * remaining)
+        if remaining < 2 * (privacy.gaussian_rho(self.sigma, 1.0) + privacy.exponential_rho(self.eps)):
+            self.sigma = privacy.gaussian_std(AIM_MEASURE_SHARE * remaining, 1.0)
+            self.eps = privacy.exponential_eps((1 - AIM_MEASURE_SHARE) * remaining)
             final = True
             self.done = True
-        rho_measure = 0.5 / self.sigma ** 2
-        rho_round = rho_measure + self.eps ** 2 / 8
+        rho_measure = privacy.gaussian_rho(self.sigma, 1.0)
+        rho_round = rho_measure + privacy.exponential_rho(self.eps)
         sens = max(self.weights.values()) * (2.0 if state.neighbours.n_is_public else 1.0)
         std = self._std(state, self.sigma)
         limit = self.max_model_size * (ledger.spent + rho_round) / ledger.total
