@@ -97,3 +97,42 @@ def test_model_size_equals_mbi_on_random_structures():
         ours = model_size_mb(sizes, cliques)
         theirs = junction_tree.hypothetical_model_size(make_domain(sizes), cliques)
         assert ours == pytest.approx(theirs, rel=1e-12), (sizes, cliques)
+
+
+def test_one_oracle_step_follows_mbi_mirror_descent(coded):
+    """Carrying the marginals between steps gives mbi's iterates exactly."""
+    import jax.numpy as jnp
+    from mbi.clique_vector import CliqueVector
+    from mbi.estimation import MirrorDescent
+    from mbi.marginal_loss import LinearMeasurement, from_linear_measurements
+
+    from synth_core.model import make_domain, mirror_descent_step
+
+    rng = np.random.default_rng(3)
+    domain = make_domain(coded.size_of)
+    cliques = [("sex", "edu"), ("edu", "income"), ("age", "hours", "income")]
+    loss_fn = from_linear_measurements(
+        [LinearMeasurement(jnp.asarray(coded.marginal(cl) + rng.normal(0, 20, coded.marginal(cl).size)),
+                           cl, stddev=1.0) for cl in cliques], domain)
+    md = MirrorDescent()
+    start = md._init(domain, loss_fn, float(coded.n),
+                     warm_start=CliqueVector.zeros(domain, list(loss_fn.cliques)))
+    start = start._replace(alpha=start.alpha * 64)  # too long a step: the line search must reject
+    oracle = md._oracle(loss_fn.cliques, domain)
+    ours = theirs = start
+    rejected = 0
+    for _ in range(60):
+        alpha = float(theirs.alpha)
+        theirs = md._step(theirs, loss_fn, float(coded.n))
+        ours = mirror_descent_step(oracle, ours, loss_fn, float(coded.n))
+        rejected += float(theirs.alpha) < alpha
+        for cl in loss_fn.cliques:
+            np.testing.assert_allclose(ours.potentials[cl].values, theirs.potentials[cl].values,
+                                       rtol=1e-9, atol=1e-9)
+        assert float(ours.alpha) == pytest.approx(float(theirs.alpha), rel=1e-12)
+        assert float(ours.loss) == pytest.approx(float(theirs.loss), rel=1e-9)
+    # the carried marginals are those of the carried potentials
+    fresh = oracle(ours.potentials, float(coded.n))
+    for cl in loss_fn.cliques:
+        np.testing.assert_allclose(ours.mu[cl].values, fresh[cl].values, rtol=1e-8, atol=1e-8)
+    assert rejected > 0  # the line search's reject branch was exercised
