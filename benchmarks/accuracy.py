@@ -16,7 +16,7 @@ import statistics
 import sys
 import time
 
-from common import dataset, emit, peak_rss_mb, public_proxy, reference_results, require_shared
+from common import cpu_seconds, dataset, emit, peak_rss_mb, public_proxy, reference_results, require_shared
 
 MECH_REF = {"jam-pgm": "jam", "aim": "aim"}
 
@@ -31,6 +31,7 @@ def run_one(name, mechanism, epsilon, seed, rounds, fit_iters):
                         neighbours="bounded", rounds=rounds, seed=seed, max_model_size=80.0,
                         fit_iters=fit_iters)
     start = time.perf_counter()
+    cpu_start = cpu_seconds()
     first = None
     n_rounds = 0
     public_rounds = 0
@@ -45,7 +46,8 @@ def run_one(name, mechanism, epsilon, seed, rounds, fit_iters):
     res = synth.result
     return dict(bench="accuracy", data=name, mechanism=mechanism, epsilon=epsilon, seed=seed,
                 workload_error=res.curator_diagnostics().workload_error,
-                seconds=time.perf_counter() - start, first_event_seconds=first,
+                seconds=time.perf_counter() - start, cpu_seconds=cpu_seconds() - cpu_start,
+                first_event_seconds=first,
                 rounds=n_rounds, public_rounds=public_rounds,
                 rho_spent=res.ledger.spent, rho_total=res.ledger.total,
                 compiles=synth.engine.estimator.compiles, memory_maps=memory_maps(),
@@ -81,6 +83,7 @@ def main():
                      sd_workload_error=statistics.stdev(errs) if len(errs) > 1 else 0.0,
                      mean_seconds=statistics.mean(r["seconds"] for r in runs),
                      max_seconds=max(r["seconds"] for r in runs),
+                     mean_cpu_seconds=statistics.mean(r["cpu_seconds"] for r in runs),
                      max_first_event_seconds=max(r["first_event_seconds"] for r in runs),
                      reference_workload_error=ref[0] if ref else None,
                      ratio_to_reference=(mean / ref[0]) if ref else None,

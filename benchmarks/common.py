@@ -47,6 +47,17 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def cpu_seconds() -> float:
+    """User plus system CPU time of this process so far (all threads).
+
+    Wall-clock seconds depend on what else runs on the machine; CPU seconds
+    measure the work itself (JAX and numpy use both cores when they can, so
+    alone a run takes between half and all of its CPU seconds).
+    """
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def rss_mb() -> float:
     with open(f"/proc/{os.getpid()}/status") as fh:
         for line in fh:
