@@ -103,10 +103,11 @@ class AIM(AdaptiveMechanism):
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
         out = np.empty(len(candidates))
-        private, model = state.data.private, state.model
+        private = state.data.private
+        answers = state.model.counts_many([c.clique for c in candidates])
         for i, cand in enumerate(candidates):
             cl = cand.clique
-            err = np.abs(private.marginal(cl) - model.counts(cl)).sum()
+            err = np.abs(private.marginal(cl) - answers[cl]).sum()
             out[i] = self.weights[cl] * (err - expected_noise_l1(plan.noise_std, private.cells(cl)))
         return out
 

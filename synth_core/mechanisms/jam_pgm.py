@@ -102,13 +102,14 @@ class JAMPGM(AdaptiveMechanism):
         return size_filter(state.data.sizes, state.measured_cliques, pool, plan.size_limit_mb)
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
-        private, model = state.data.private, state.model
+        private = state.data.private
+        answers = state.model.counts_many([c.clique for c in candidates])
         current: dict = {}
         out = np.empty(len(candidates))
         for i, cand in enumerate(candidates):
             cl = cand.clique
             if cl not in current:
-                current[cl] = float(np.abs(private.marginal(cl) - model.counts(cl)).sum())
+                current[cl] = float(np.abs(private.marginal(cl) - answers[cl]).sum())
             if cand.source == PRIVATE:
                 out[i] = current[cl] - expected_noise_l1(plan.noise_std, private.cells(cl))
             else:
