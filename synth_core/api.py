@@ -25,6 +25,7 @@ from .errors import ConfigError, DataError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
 from .marginals import CodedTable
 from .mechanisms import MECHANISMS, make_mechanism
+from .mechanisms.query_release import DirectLoop
 from .model import FittedModel
 from .privacy import Ledger, Neighbours, rho_from_epsilon_delta
 from .report import build_report, privacy_statement, write_json, write_table
@@ -217,15 +218,18 @@ class Synthesizer:
 
     Args:
         mechanism: one of ``synth_core.MECHANISMS`` (``aim``, ``jam-pgm``,
-            ``public-only``).
+            ``mwem-pgm``, ``pmw-pub``, ``gem``, ``gem-pub``, ``public-only``).
         epsilon, delta: the (epsilon, delta)-DP target, converted to rho-zCDP.
         workload: ``all-3way``, ``target:COL:K``, an explicit spec (see
             :func:`~synth_core.workload.parse_workload`) or a Workload.
         neighbours: ``bounded`` (replace one record) or ``unbounded``.
-        rounds: rounds T (JAM-PGM; default 30) or AIM's budget scale (default 16 d).
+        rounds: rounds T (JAM-PGM: default 30; MWEM+PGM: d; PMW-Pub: 500;
+            GEM, GEM-Pub: 50) or AIM's budget scale (default 16 d).
         seed: makes the run reproducible (research mode); ``None`` draws a
             fresh seed from the operating system.
         max_model_size: the Private-PGM model size limit in MB (default 80).
+        **options: mechanism options, e.g. GEM's ``hidden``, ``inner_steps``
+            (see docs/mechanisms.md).
     """
 
     def __init__(self, mechanism: str = "jam-pgm", *, epsilon: float = 1.0, delta: float = 1e-9,
@@ -272,7 +276,10 @@ class Synthesizer:
             if cfg.rounds is not None:
                 options.setdefault("rounds", cfg.rounds)
         mechanism = make_mechanism(cfg.mechanism, **options)
-        engine = Engine(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
+        # PMW-Pub and GEM select single counting queries and fit no Private-PGM
+        # model: they run their own rounds with the same ledger and event stream
+        runner = DirectLoop if getattr(mechanism, "own_loop", False) else Engine
+        engine = runner(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
                         seed=seed, fit_iters=cfg.fit_iters, final_fit_iters=cfg.final_fit_iters,
                         fit_tol=cfg.fit_tol)
         self.engine = engine
@@ -307,7 +314,7 @@ class Synthesizer:
             "neighbours": cfg.neighbours,
             "conversion": "exact (Canonne, Kamath, Steinke 2020)",
             "noise": "continuous Gaussian (research mode)",
-            "selection": "exponential mechanism (Gumbel-max)",
+            "selection": getattr(engine.mechanism, "selection", "exponential mechanism (Gumbel-max)"),
             "seeded": research,
             "statement": statement,
         }

@@ -57,7 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
                            "'a,b;a,c*2' (';' between marginals, '*w' a weight) (default: all-3way)")
     mech.add_argument("--rounds", type=int, default=None,
                       help="JAM-PGM: number of rounds T (default 30); AIM: budget scale T "
-                           "(default 16 x number of columns)")
+                           "(default 16 x number of columns); MWEM+PGM: rounds (default: number "
+                           "of columns); PMW-Pub: rounds (default 500); GEM, GEM-Pub: rounds "
+                           "(default 50)")
+    mech.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                      help="a mechanism option (repeatable), e.g. for gem/gem-pub: alpha=0.67, "
+                           "hidden=1024,1024, noise_dim=512, batch=1000, inner_steps=100, "
+                           "max_queries=100, lr=0.0001, ema_beta=0.9, threads=2")
     mech.add_argument("--max-model-size", type=float, default=80.0,
                       help="Private-PGM model size limit in MB (default: 80)")
     mech.add_argument("--seed", type=int, default=None,
@@ -84,6 +90,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse_options(items) -> dict:
+    """``KEY=VALUE`` strings to mechanism options (numbers where they parse as numbers)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise SynthError(f"Cannot read the option {item!r}.", hint="Use --option KEY=VALUE.")
+        value = value.strip()
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = value
+    return out
+
+
 def _run(args) -> int:
     from .api import Synthesizer, load_sample
     from .report import write_json
@@ -108,7 +134,7 @@ def _run(args) -> int:
                         workload=args.workload, neighbours=args.neighbours, rounds=args.rounds,
                         seed=args.seed, max_model_size=args.max_model_size,
                         fit_iters=args.fit_iters, final_fit_iters=args.final_fit_iters,
-                        fit_tol=args.fit_tol)
+                        fit_tol=args.fit_tol, **_parse_options(args.option))
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
         f"({args.neighbours} DP), workload {args.workload}")

@@ -12,6 +12,8 @@ Building blocks (DESIGN.md section 2):
 * Exponential mechanism with parameter ``eps`` over scores of sensitivity
   ``Delta``: ``Pr[r] ~ exp(eps * score(r) / (2 Delta))``; costs ``eps^2 / 8``.
 * Permute-and-flip with parameter ``eps`` is ``eps``-DP; charged ``eps^2 / 2``.
+* Per-round parameters of the comparison mechanisms: :func:`pmw_pub_eps0`
+  (PMW-Pub) and :func:`gem_eps0` (GEM, GEM-Pub).
 * ``(epsilon, delta)`` converts to the largest ``rho`` whose exact conversion
   (Canonne, Kamath and Steinke 2020) gives at most ``delta``.
 """
@@ -164,6 +166,34 @@ def permute_and_flip_rho(eps: float) -> float:
     return eps ** 2 / 2.0
 
 
+def pmw_pub_eps0(rho: float, rounds: int) -> float:
+    """PMW-Pub's per-round parameter ``eps0 = eps_tilde / sqrt(2T)`` with ``rho = eps_tilde^2 / 2``.
+
+    So ``eps0 = sqrt(rho / T)``. Each round spends ``eps0^2 / 2`` on
+    permute-and-flip (parameter ``eps0``) and ``eps0^2 / 2`` on the Gaussian
+    measurement ``N(0, (1 / (n eps0))^2)`` of a query of sensitivity ``1/n``:
+    ``eps0^2`` per round, ``T eps0^2 = rho`` in total.
+    """
+    if rounds < 1:
+        raise ConfigError(f"PMW-Pub needs at least one round, got T={rounds}.")
+    return math.sqrt(rho / rounds)
+
+
+def gem_eps0(rho: float, rounds: int, alpha: float) -> float:
+    """GEM's per-round parameter ``eps0 = sqrt(2 rho / (T (alpha^2 + (1 - alpha)^2)))``.
+
+    Each round selects with the exponential mechanism at parameter
+    ``2 alpha eps0`` (cost ``alpha^2 eps0^2 / 2``) and measures with Gaussian
+    noise ``sigma = (1/n) / ((1 - alpha) eps0)`` on a query of sensitivity
+    ``1/n`` (cost ``(1 - alpha)^2 eps0^2 / 2``): ``rho / T`` per round.
+    """
+    if rounds < 1:
+        raise ConfigError(f"GEM needs at least one round, got T={rounds}.")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"GEM's budget split alpha must lie in (0, 1), got {alpha}.")
+    return math.sqrt(2.0 * rho / (rounds * (alpha ** 2 + (1 - alpha) ** 2)))
+
+
 # --------------------------------------------------------------------------
 # Randomised building blocks
 # --------------------------------------------------------------------------
@@ -210,6 +240,25 @@ def permute_and_flip(scores: np.ndarray, eps: float, sensitivity: float,
         for i in rng.permutation(scores.size):
             if np.log(rng.random()) < log_accept[i] or log_accept[i] == 0.0:
                 return int(i)
+
+
+def report_noisy_max_exponential(scores: np.ndarray, eps: float, sensitivity: float,
+                                 rng: np.random.Generator) -> int:
+    """Permute-and-flip, sampled in one vectorised pass.
+
+    Report-noisy-max with exponential noise, ``argmax_r eps score_r / (2 Delta) + Exp(1)``,
+    has exactly the output distribution of permute-and-flip with parameter
+    ``eps`` (Ding, Kifer, Steinke et al. 2021, "The permute-and-flip mechanism is
+    identical to report-noisy-max with exponential noise"), so it is ``eps``-DP
+    and charged :func:`permute_and_flip_rho`. Used where the candidates are
+    millions of counting queries and :func:`permute_and_flip`'s Python loop
+    would dominate. Candidates scored ``-inf`` are never chosen.
+    """
+    scores = np.asarray(scores, dtype=float)
+    if scores.size == 0 or not np.isfinite(scores).any():
+        raise ConfigError("Permute-and-flip needs at least one candidate.")
+    noisy = (eps / (2.0 * sensitivity)) * scores + rng.exponential(size=scores.size)
+    return int(np.argmax(noisy))
 
 
 # --------------------------------------------------------------------------

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .aim import AIM
+from .gem import GEM, GEMPub
 from .jam_pgm import JAMPGM
+from .mwem_pgm import MWEMPGM
+from .pmw_pub import PMWPub
 from .public_only import PublicOnly
 
 MECHANISMS = {
     AIM.name: AIM,
     JAMPGM.name: JAMPGM,
+    MWEMPGM.name: MWEMPGM,
+    PMWPub.name: PMWPub,
+    GEM.name: GEM,
+    GEMPub.name: GEMPub,
     PublicOnly.name: PublicOnly,
 }
 
@@ -21,7 +28,11 @@ def make_mechanism(name: str, **options):
     except KeyError:
         raise ConfigError(f"Unknown mechanism {name!r}.",
                           hint=f"Available: {', '.join(MECHANISMS)}.") from None
-    return cls(**options)
+    try:
+        return cls(**options)
+    except TypeError as exc:  # an option this mechanism does not have
+        raise ConfigError(f"Mechanism {name!r} does not accept these options: {exc}.",
+                          hint="See docs/mechanisms.md for each mechanism's options.") from None
 
 
-__all__ = ["AIM", "JAMPGM", "PublicOnly", "MECHANISMS", "make_mechanism"]
+__all__ = ["AIM", "JAMPGM", "MWEMPGM", "PMWPub", "GEM", "GEMPub", "PublicOnly", "MECHANISMS", "make_mechanism"]

@@ -1,0 +1,447 @@
+"""GEM and GEM-Pub (Liu, Vietri, Wu 2021, "Iterative Methods for Private Synthetic
+Data: Unifying Framework and New Methods"), in PyTorch on the CPU, after the
+authors' reproduction code (dp-query-release).
+
+Generator: a fixed batch of ``K = 1000`` standard-normal noise vectors of
+dimension 512 through two residual blocks of width 1024 (linear, batch norm,
+ReLU, output concatenated with the block's input), a linear layer to the
+one-hot width, and a softmax per column. A counting query (one cell of a
+workload marginal) is answered by the batch mean of the product of the
+involved columns' probabilities. Batch norm always uses the batch's
+statistics (the authors never switch to evaluation mode).
+
+Budget (bounded DP, queries are fractions of ``n`` with sensitivity ``1/n``),
+split ``alpha = 0.67``: ``eps0 = sqrt(2 rho / (T (alpha^2 + (1 - alpha)^2)))``;
+each of the ``T`` rounds
+
+1. selects one not-yet-measured query with the exponential mechanism at
+   parameter ``2 alpha eps0`` on ``|q(D) - q(G)|`` with sensitivity ``1/n``
+   (``Pr ~ exp(alpha eps0 n score)``); charged ``alpha^2 eps0^2 / 2``;
+2. measures it with ``N(0, sigma^2)``, ``sigma = (1/n) / ((1 - alpha) eps0)``,
+   clipped to [0, 1]; charged ``(1 - alpha)^2 eps0^2 / 2``;
+3. tracks ``e = 0.5 e + 0.5 max_i |a_i - q_i(G)|`` over the measured queries
+   and runs a fresh Adam (learning rate 1e-4, cosine-annealed to 1e-8 over the
+   inner steps as in the authors' code) for up to 100 steps on the mean
+   absolute error of the (at most 100) worst measured queries whose error is
+   at least ``0.5 e``; it stops early when none is.
+
+Per round ``rho / T``; in total exactly ``rho``. The output generator is the
+exponential moving average of the generator weights after each of the last
+``round(T/2)`` rounds (oldest first, ``w = beta w + (1 - beta) w_new``).
+
+GEM-Pub first trains the generator without noise on the public data: each
+step adds the public query with the largest error (exact argmax; public data
+is free) to the training set and runs the same inner loop; it stops when the
+maximum error over all queries has not improved for ``pretrain_patience``
+steps (or after ``pretrain_max_steps``) and keeps the best generator. GEM then
+starts from it with an empty set of measured queries.
+
+Defaults (the seed papers and the authors' scripts): T = 50 (their Adult
+script), hidden sizes (1024, 1024), noise dimension 512, batch 1000,
+learning rate 1e-4, alpha 0.67, weight-EMA beta 0.9 for GEM (their Adult
+script) and 0.5 for GEM-Pub (their GEM-Pub script). Synthetic records: for
+each of ``n`` rows of the batch (cycled, shuffled), every column is drawn
+from that row's softmax.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import time
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import privacy
+from ..engine import PRIVATE, PUBLIC, RunState
+from ..errors import ConfigError
+from .query_release import (CountingQueries, DirectLoop, QueryMeasurement, SelfRunningMechanism,
+                            check_no_public_columns, closing_charge)
+
+#: GEM's share of each round's eps0 for selection (the seed papers' setting).
+GEM_ALPHA = 0.67
+#: Rounds T of the authors' Adult script.
+GEM_DEFAULT_ROUNDS = 50
+GEM_LEARNING_RATE = 1e-4
+GEM_NOISE_DIM = 512
+GEM_HIDDEN = (1024, 1024)
+GEM_BATCH = 1000
+#: inner Adam steps per round, and the most measured queries in one loss
+GEM_INNER_STEPS = 100
+GEM_MAX_QUERIES = 100
+#: a measured query is trained on if its error is at least this times the running max
+GEM_ERROR_FACTOR = 0.5
+#: smoothing of the running maximum error
+GEM_ERROR_EMA_BETA = 0.5
+#: weight-EMA beta: GEM (authors' Adult script) and GEM-Pub (authors' GEM-Pub script)
+GEM_WEIGHTS_EMA_BETA = 0.9
+GEM_PUB_WEIGHTS_EMA_BETA = 0.5
+#: GEM-Pub pre-training: stop after this many steps without a new best maximum error
+GEM_PUB_PRETRAIN_PATIENCE = 5
+GEM_PUB_PRETRAIN_MAX_STEPS = 200
+#: CPU threads for PyTorch. Fixed (not adaptive), because results are only
+#: bit-reproducible for a fixed thread count. One, because on the shared 2-core
+#: machine under load one thread was faster: 0.71 s against 1.13 s per inner
+#: step on Adult, 0.6 s against 4.4 s for answering all 2.65M queries; on an
+#: idle machine ``threads=2`` is faster for the big matrix products.
+GEM_THREADS = 1
+
+
+def _torch():
+    """PyTorch, imported on first use (``import synth_core`` stays free of it)."""
+    import torch
+    return torch
+
+
+@functools.lru_cache(maxsize=None)
+def _network_class():
+    torch = _torch()
+    nn = torch.nn
+
+    class Residual(nn.Module):
+        def __init__(self, i: int, o: int):
+            super().__init__()
+            self.fc = nn.Linear(i, o)
+            self.bn = nn.BatchNorm1d(o)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            return torch.cat([self.relu(self.bn(self.fc(x))), x], dim=1)
+
+    class Network(nn.Module):
+        """Residual blocks (linear, batch norm, ReLU, concatenated with the input),
+        then a linear layer to the one-hot width."""
+
+        def __init__(self, noise_dim: int, hidden: Sequence[int], width: int):
+            super().__init__()
+            layers, dim = [], noise_dim
+            for h in hidden:
+                layers.append(Residual(dim, h))
+                dim += h
+            layers.append(nn.Linear(dim, width))
+            self.seq = nn.Sequential(*layers)
+
+        def forward(self, z):
+            return self.seq(z)
+
+    return Network
+
+
+class _Generator:
+    """The network, its fixed noise batch, and query answering."""
+
+    def __init__(self, sizes: dict[str, int], queries: CountingQueries, noise_dim: int,
+                 hidden: Sequence[int], batch: int, seed: int):
+        self.columns = list(sizes)
+        self.col_sizes = [sizes[c] for c in self.columns]
+        starts = np.concatenate([[0], np.cumsum(self.col_sizes)]).astype(int)
+        self.slices = {c: slice(int(starts[i]), int(starts[i + 1])) for i, c in enumerate(self.columns)}
+        self.width = int(starts[-1])
+        self.queries = queries
+        self.K = batch
+        torch = _torch()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.net = _network_class()(noise_dim, hidden, self.width)
+            self.z = torch.randn(batch, noise_dim)
+        self.net.train()  # batch statistics always (as the authors' code)
+
+    @property
+    def size_mb(self) -> float:
+        return sum(p.numel() for p in self.net.parameters()) * 4 / 2 ** 20
+
+    def probabilities(self) -> "torch.Tensor":
+        torch = _torch()
+        logits = self.net(self.z)
+        return torch.cat([logits[:, sl].softmax(-1) for sl in self.slices.values()], dim=1)
+
+    def all_answers(self) -> np.ndarray:
+        """Every query's answer (no gradient), as float64.
+
+        Cliques sharing all but their last column share one row-wise outer
+        product of the leading columns, then one matrix product with the
+        concatenated last columns answers all of them.
+        """
+        torch = _torch()
+        with torch.no_grad():
+            x = self.probabilities()
+            groups: dict[tuple, list[int]] = {}
+            for i, cl in enumerate(self.queries.cliques):
+                groups.setdefault(tuple(cl[:-1]), []).append(i)
+            out: list = [None] * len(self.queries.cliques)
+            for prefix, members in groups.items():
+                lasts = [x[:, self.slices[self.queries.cliques[i][-1]]] for i in members]
+                if not prefix:
+                    for i, p in zip(members, lasts):
+                        out[i] = p.mean(0)
+                    continue
+                acc = x[:, self.slices[prefix[0]]]
+                for c in prefix[1:]:
+                    p = x[:, self.slices[c]]
+                    acc = (acc[:, :, None] * p[:, None, :]).reshape(self.K, -1)
+                joint = (acc.T @ torch.cat(lasts, dim=1)) / self.K
+                start = 0
+                for i, p in zip(members, lasts):
+                    out[i] = joint[:, start:start + p.shape[1]].reshape(-1)
+                    start += p.shape[1]
+            return torch.cat(out).double().numpy()
+
+    def onehot_index(self, q: int) -> list[int]:
+        i, cell = self.queries.locate(q)
+        return [self.slices[c].start + v for c, v in zip(self.queries.cliques[i], cell)]
+
+    def index_tensor(self, qs: Sequence[int]) -> "torch.Tensor":
+        """(m, k) one-hot positions of queries; padded with the constant-one column."""
+        torch = _torch()
+        rows = [self.onehot_index(q) for q in qs]
+        k = max(len(r) for r in rows)
+        return torch.tensor([r + [self.width] * (k - len(r)) for r in rows], dtype=torch.long)
+
+    def answers(self, index: "torch.Tensor") -> "torch.Tensor":
+        """Answers of the queries in ``index`` (with gradient)."""
+        torch = _torch()
+        x = self.probabilities()
+        x = torch.cat([x, torch.ones(self.K, 1)], dim=1)
+        return x[:, index].prod(-1).mean(0)
+
+    def state(self) -> dict:
+        return copy.deepcopy(self.net.state_dict())
+
+
+class _Trainer:
+    """The measured queries and the per-round inner loop."""
+
+    def __init__(self, gen: _Generator, lr: float, inner_steps: int, max_queries: int):
+        self.gen = gen
+        self.lr, self.inner_steps, self.max_queries = lr, inner_steps, max_queries
+        self.measured: list[int] = []
+        self.values: list[float] = []
+        self.ema_error: float | None = None
+        self._index: "torch.Tensor" | None = None
+
+    def add(self, q: int, value: float) -> None:
+        self.measured.append(int(q))
+        self.values.append(float(value))
+        self._index = None
+
+    def optimise(self) -> tuple[int, float]:
+        """One round's inner loop; returns (steps taken, last loss)."""
+        torch = _torch()
+        gen = self.gen
+        if self._index is None:
+            self._index = gen.index_tensor(self.measured)
+        target = torch.tensor(self.values, dtype=torch.float32)
+        with torch.no_grad():
+            max_err = float((gen.answers(self._index) - target).abs().max())
+        self.ema_error = max_err if self.ema_error is None else \
+            GEM_ERROR_EMA_BETA * self.ema_error + (1 - GEM_ERROR_EMA_BETA) * max_err
+        threshold = GEM_ERROR_FACTOR * self.ema_error
+        opt = torch.optim.Adam(gen.net.parameters(), lr=self.lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, self.inner_steps, eta_min=1e-8)
+        steps, loss_value = 0, 0.0
+        for _ in range(self.inner_steps):
+            opt.zero_grad()
+            errors = (gen.answers(self._index) - target).abs()
+            above = torch.nonzero(errors.detach() >= threshold).flatten()
+            if above.numel() == 0:
+                break
+            worst = above[errors.detach()[above].argsort()[-self.max_queries:]]
+            loss = errors[worst].mean()
+            loss.backward()
+            opt.step()
+            sched.step()
+            steps += 1
+            loss_value = float(loss.detach())
+        return steps, loss_value
+
+
+def _parse_hidden(hidden) -> tuple[int, ...]:
+    if isinstance(hidden, str):
+        hidden = [h for h in hidden.replace("x", ",").split(",") if h.strip()]
+    try:
+        out = tuple(int(h) for h in hidden)
+    except (TypeError, ValueError):
+        raise ConfigError(f"hidden must be a list of layer widths, got {hidden!r}.") from None
+    if not out or min(out) < 1:
+        raise ConfigError(f"hidden must be a non-empty list of positive widths, got {hidden!r}.")
+    return out
+
+
+class GEM(SelfRunningMechanism):
+    name = "gem"
+    uses_public_rows = False
+    weights_ema_beta = GEM_WEIGHTS_EMA_BETA
+    pretrain = False
+
+    def __init__(self, rounds: int | None = None, alpha: float = GEM_ALPHA,
+                 lr: float = GEM_LEARNING_RATE, inner_steps: int = GEM_INNER_STEPS,
+                 max_queries: int = GEM_MAX_QUERIES, noise_dim: int = GEM_NOISE_DIM,
+                 hidden=GEM_HIDDEN, batch: int = GEM_BATCH, ema_beta: float | None = None,
+                 threads: int = GEM_THREADS, pretrain_patience: int = GEM_PUB_PRETRAIN_PATIENCE,
+                 pretrain_max_steps: int = GEM_PUB_PRETRAIN_MAX_STEPS,
+                 max_model_size: float | None = None, public_columns: Sequence[str] = ()):
+        # max_model_size is accepted (the API passes it to every mechanism) and unused
+        check_no_public_columns(self.__class__.__name__.replace("Pub", "-Pub"), public_columns,
+                                "vGEM-Pub")
+        self.T = GEM_DEFAULT_ROUNDS if rounds is None else int(rounds)
+        if self.T < 1:
+            raise ConfigError("GEM needs at least one round.")
+        if not 0 < alpha < 1:
+            raise ConfigError(f"alpha (the selection share) must lie in (0, 1), got {alpha}.")
+        for label, v in (("lr", lr), ("inner_steps", inner_steps), ("max_queries", max_queries),
+                         ("noise_dim", noise_dim), ("batch", batch), ("threads", threads),
+                         ("pretrain_patience", pretrain_patience),
+                         ("pretrain_max_steps", pretrain_max_steps)):
+            if not float(v) > 0:
+                raise ConfigError(f"{label} must be positive, got {v!r}.")
+        if int(batch) < 2:
+            raise ConfigError("batch must be at least 2 (batch norm needs two rows).")
+        self.alpha = float(alpha)
+        self.lr = float(lr)
+        self.inner_steps = int(inner_steps)
+        self.max_queries = int(max_queries)
+        self.noise_dim = int(noise_dim)
+        self.hidden = _parse_hidden(hidden)
+        self.batch = int(batch)
+        self.ema_beta = self.weights_ema_beta if ema_beta is None else float(ema_beta)
+        if not 0 <= self.ema_beta < 1:
+            raise ConfigError(f"ema_beta must lie in [0, 1), got {ema_beta}.")
+        self.threads = int(threads)
+        self.pretrain_patience = int(pretrain_patience)
+        self.pretrain_max_steps = int(pretrain_max_steps)
+        self.generator: _Generator | None = None
+        self.pretrain_report: dict | None = None
+        self._probs: np.ndarray | None = None
+
+    def rounds_planned(self, state: RunState) -> int | None:
+        return self.T
+
+    # -- GEM-Pub's public pre-training -------------------------------------------
+
+    def _pretrain(self, gen: _Generator, queries: CountingQueries, public_answers: np.ndarray):
+        trainer = _Trainer(gen, self.lr, self.inner_steps, self.max_queries)
+        errors = np.abs(public_answers - gen.all_answers())
+        before = {"max_error": float(errors.max()), "mean_error": float(errors.mean())}
+        best, best_state, stall, steps = float(errors.max()), gen.state(), 0, 0
+        chosen = np.zeros(queries.total, dtype=bool)
+        while steps < self.pretrain_max_steps and stall < self.pretrain_patience \
+                and not chosen.all():
+            masked = np.where(chosen, -np.inf, errors)
+            q = int(np.argmax(masked))
+            chosen[q] = True
+            trainer.add(q, public_answers[q])
+            trainer.optimise()
+            steps += 1
+            errors = np.abs(public_answers - gen.all_answers())
+            if errors.max() < best:
+                best, best_state, stall = float(errors.max()), gen.state(), 0
+            else:
+                stall += 1
+        gen.net.load_state_dict(best_state)
+        errors = np.abs(public_answers - gen.all_answers())
+        self.pretrain_report = {"steps": steps, "before": before,
+                                "after": {"max_error": float(errors.max()),
+                                          "mean_error": float(errors.mean())}}
+
+    # -- the run -----------------------------------------------------------------
+
+    def run(self, loop: DirectLoop):
+        torch = _torch()
+        state = loop.state
+        self._require_bounded(state)
+        if self.pretrain:
+            self._require_public(state)
+        data, ledger, rng = state.data, loop.ledger, loop.rng
+        n = data.n
+        queries = CountingQueries(state.workload, data.sizes)
+        if self.T > queries.total:
+            raise ConfigError(f"{self.name} measures T={self.T} distinct counting queries but the "
+                              f"workload has only {queries.total}.", hint="Use fewer rounds.")
+        old_threads = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            started = time.perf_counter()
+            gen = _Generator(data.sizes, queries, self.noise_dim, self.hidden, self.batch,
+                             int(rng.integers(2 ** 62)))
+            self.generator = gen
+            if self.pretrain:
+                self._pretrain(gen, queries, queries.answers(data.public))
+                rep = self.pretrain_report
+                yield loop.event(0, [], PUBLIC, None, None, 0.0, 0.0, started, gen.size_mb,
+                                 note=f"pre-trained on public data: {rep['steps']} steps, max "
+                                      f"error {rep['before']['max_error']:.4f} -> "
+                                      f"{rep['after']['max_error']:.4f}")
+            true = queries.answers(data.private)
+            eps0 = privacy.gem_eps0(ledger.total, self.T, self.alpha)
+            eps_select = 2 * self.alpha * eps0
+            sens = 1.0 / n
+            sigma = sens / ((1 - self.alpha) * eps0)
+            trainer = _Trainer(gen, self.lr, self.inner_steps, self.max_queries)
+            measured = np.zeros(queries.total, dtype=bool)
+            save_num = max(1, int(np.round(self.T * 0.5)))
+            ema: dict | None = None
+            for t in range(1, self.T + 1):
+                started = time.perf_counter()
+                state.round = t
+                scores = np.abs(true - gen.all_answers())
+                rho_select = privacy.exponential_rho(eps_select)
+                ledger.charge(rho_select, round=t, step="select", mechanism="exponential",
+                              detail=f"{queries.total - int(measured.sum())} counting queries")
+                q = privacy.exponential_mechanism(np.where(measured, -np.inf, scores),
+                                                  eps_select, sens, rng)
+                measured[q] = True
+                i, cell = queries.locate(q)
+                rho_measure = closing_charge(ledger, privacy.gaussian_rho(sigma, sens), t == self.T)
+                ledger.charge(rho_measure, round=t, step="measure", mechanism="gaussian",
+                              detail=f"{'×'.join(queries.cliques[i])}[{queries.describe(q)}]")
+                a = float(np.clip(true[q] + privacy.gaussian_noise(rng, sigma, 1)[0], 0.0, 1.0))
+                state.measurements.append(QueryMeasurement(
+                    t, queries.cliques[i], PRIVATE, n * sigma, np.array([n * a]), 1.0, cell))
+                trainer.add(q, a)
+                steps, loss = trainer.optimise()
+                if t > self.T - save_num:
+                    w = gen.net.state_dict()
+                    if ema is None:
+                        ema = copy.deepcopy(w)
+                    else:
+                        for key, v in w.items():
+                            if v.is_floating_point():
+                                ema[key] = self.ema_beta * ema[key] + (1 - self.ema_beta) * v
+                            else:
+                                ema[key] = v.clone()
+                yield loop.event(t, [queries.cliques[i]], PRIVATE, n * sigma, eps_select,
+                                 rho_select, rho_measure, started, gen.size_mb,
+                                 queries.total - t + 1,
+                                 note=f"cell {queries.describe(q)}; {steps} inner steps, "
+                                      f"loss {loss:.4g}",
+                                 curator=queries.curator(scores, q))
+            gen.net.load_state_dict(ema)
+            with torch.no_grad():
+                self._probs = gen.probabilities().double().numpy()
+        finally:
+            torch.set_num_threads(old_threads)
+
+    def answers(self) -> np.ndarray:
+        """Every workload counting query answered by the output generator (fractions)."""
+        return self.generator.all_answers()
+
+    def direct_sample(self, state: RunState, rows: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``rows`` records: rows of the batch (cycled, shuffled), each column drawn
+        from that row's softmax."""
+        gen, probs = self.generator, self._probs
+        which = rng.permutation(np.resize(np.arange(gen.K), rows))
+        out = {}
+        for c, size in zip(gen.columns, gen.col_sizes):
+            cdf = np.cumsum(probs[which, gen.slices[c]], axis=1)
+            u = rng.random(rows)[:, None] * cdf[:, -1:]
+            out[c] = np.minimum((u > cdf).sum(axis=1), size - 1).astype(np.int64)
+        return pd.DataFrame(out)
+
+
+class GEMPub(GEM):
+    name = "gem-pub"
+    uses_public_rows = True
+    weights_ema_beta = GEM_PUB_WEIGHTS_EMA_BETA
+    pretrain = True
