@@ -45,3 +45,14 @@ def small_private() -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def small_public() -> pd.DataFrame:
     return make_correlated(400, seed=2, female_share=0.5)
+
+
+def all_keys(obj):
+    """Every key of a nested dict/list structure (e.g. a parsed report), depth first."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from all_keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from all_keys(v)

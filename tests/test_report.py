@@ -10,6 +10,7 @@ import pytest
 from synth_core import Synthesizer
 from synth_core.errors import ConfigError
 from synth_core.report import CURATOR_ONLY_KEYS, check_release, write_table
+from conftest import all_keys
 
 
 def test_check_release_refuses_curator_values():
@@ -22,22 +23,12 @@ def test_check_release_refuses_curator_values():
     check_release({"domain": {"source": "declared", "note": ""}, "rounds": [{"round": 1}]})
 
 
-def _keys(obj):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield k
-            yield from _keys(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _keys(v)
-
-
 @pytest.mark.parametrize("mechanism", ["jam-pgm", "aim", "public-only"])
 def test_every_release_report_is_clean(mechanism, small_private, small_public, small_schema, tmp_path):
     synth = Synthesizer(mechanism, epsilon=1.0, rounds=5 if mechanism != "public-only" else None,
                         workload="all-2way", seed=0, fit_iters=50, final_fit_iters=100)
     res = synth.fit(small_private, None if mechanism == "aim" else small_public, schema=small_schema)
-    assert not set(_keys(res.report)) & CURATOR_ONLY_KEYS
+    assert not set(all_keys(res.report)) & CURATOR_ONLY_KEYS
     res.write(tmp_path / "s.csv", tmp_path / "r.json")
     on_disk = json.loads((tmp_path / "r.json").read_text())
     assert on_disk["privacy"]["rho_spent"] <= on_disk["privacy"]["rho"] * (1 + 1e-12)

@@ -1,0 +1,115 @@
+"""Compare page: mechanisms x epsilon grid x seeds in the background.
+
+CURATOR-ONLY: every figure here is a true error computed from the private
+data; every comparison run spends privacy budget on the private data.
+"""
+
+import streamlit as st
+
+from app_pages.common import CURATOR_PLOT, curator_header, data_page, show_error
+from synth_core import charts
+from synth_core.mechanisms import MECHANISMS
+from synth_core.runner import FAILED, STOPPED
+from synth_core.workbench import EPSILON_GRID
+
+POLL_SECONDS = 1.0
+
+wb = data_page("Compare")
+s = wb.settings
+
+st.markdown("Run several mechanisms over a grid of epsilons, a few seeds each, on the same "
+            f"data, public information and workload (`{s.workload}`; rounds, fit iterations "
+            "and delta from the Workload and budget page). Results are saved as they arrive; "
+            "starting the same comparison again resumes it.")
+st.warning("Every comparison run uses the private data and spends its own privacy budget (the "
+           "sidebar adds them up). The errors shown are **curator-only**: for choosing settings, "
+           "not for release.", icon=":material/warning:")
+
+default_mechs = [m for m in (s.mechanism, "public-only") if m in MECHANISMS]
+if wb.public_mode == "none":
+    default_mechs = [m for m in default_mechs if not MECHANISMS[m].uses_public_rows] or ["aim"]
+with st.form("compare_form"):
+    mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
+                           key="cmp_mechs")
+    eps = st.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
+                         key="cmp_eps")
+    seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2,
+                            key="cmp_seeds")
+    go = st.form_submit_button("Start comparison", type="primary", disabled=wb.comparing)
+if go:
+    try:
+        jobs, skipped = wb.compare_jobs(mechs, eps, seeds)
+        wb.start_compare(mechs, eps, seeds)
+        st.toast(f"{len(jobs)} runs started" + (f"; {skipped} already saved" if skipped else ""))
+        st.rerun()
+    except Exception as exc:  # noqa: BLE001
+        show_error(exc)
+if st.button("Stop comparison", disabled=not wb.comparing, key="cmp_stop"):
+    wb.stop_compare()
+    st.toast("Stopping after the run in progress…")
+
+
+@st.fragment(run_every=POLL_SECONDS if wb.comparing else None)
+def progress():
+    sweep = wb.sweep
+    if sweep is None:
+        return
+    done, total = sweep.progress
+    if sweep.done:
+        if sweep.status == FAILED:
+            st.error(sweep.failure.text())
+        elif sweep.status == STOPPED:
+            st.warning(f"Comparison stopped after {done} of {total} runs; start it again to "
+                       "resume.")
+        else:
+            st.success(f"Comparison finished: {total} runs.")
+        if wb.comparing is False and st.session_state.get("_cmp_seen") != id(sweep):
+            st.session_state["_cmp_seen"] = id(sweep)
+            st.rerun()
+        return
+    cur = sweep.current or {}
+    st.progress(done / max(1, total), text=f"run {done + 1} of {total}: "
+                f"{cur.get('mechanism', '…')} at ε = {cur.get('epsilon', 0):g}, seed "
+                f"{cur.get('seed', 0)}")
+
+
+progress()
+
+try:
+    results, marginals = wb.compare_results()
+except Exception as exc:  # noqa: BLE001
+    show_error(exc)
+    st.stop()
+if results.empty:
+    st.info("No saved results for this setup yet.", icon=":material/info:")
+    st.stop()
+
+with st.container(border=True):
+    curator_header("Workload error against epsilon")
+    try:
+        ref = wb.public_reference_error()
+    except Exception:  # noqa: BLE001
+        ref = None
+    st.plotly_chart(charts.compare_figure(results, ref), key="cmp_fig", config=CURATOR_PLOT)
+    st.dataframe(charts.compare_summary(results), hide_index=True)
+    failed = results[results["status"] == "failed"]
+    if len(failed):
+        st.caption(f"{len(failed)} run(s) failed: " + "; ".join(
+            f"{m} ε={e:g}: {err}" for m, e, err in
+            zip(failed["mechanism"], failed["epsilon"], failed["error"])))
+    if not marginals.empty:
+        grid = sorted(marginals["epsilon"].astype(float).unique())
+        at = st.select_slider("Per-marginal view at epsilon", grid, value=grid[-1],
+                              key="cmp_marg_eps")
+        st.plotly_chart(charts.per_marginal_figure(marginals, at), key="cmp_marg_fig",
+                        config=CURATOR_PLOT)
+    runs_path, marg_path = wb.compare_paths()
+    st.caption(f"Saved in `{runs_path}`.")
+    c1, c2 = st.columns(2)
+    c1.download_button("CURATOR-ONLY results (Parquet)", runs_path.read_bytes(),
+                       file_name=f"curator-only-{runs_path.name}",
+                       mime="application/octet-stream", key="cmp_dl")
+    if marg_path.exists():
+        c2.download_button("CURATOR-ONLY per-marginal errors (Parquet)", marg_path.read_bytes(),
+                           file_name=f"curator-only-{marg_path.name}",
+                           mime="application/octet-stream", key="cmp_dl_marg")

@@ -1,0 +1,95 @@
+"""Public information page: public rows, public columns, and the curator-only
+public proxy error."""
+
+import streamlit as st
+
+from app_pages.common import (CURATOR_PLOT, PAGES, attempt, curator_header, data_page, flash,
+                              show_error, sync_widgets)
+from synth_core import charts
+from synth_core.workbench import supports_public_columns
+
+wb = data_page("Public information")
+
+st.markdown("Public data is used **without privacy protection** and costs no budget to "
+            "measure. Only mark data public if it really is (for example a published sample, "
+            "an older release, or records whose owners consented).")
+st.info(f"Now: **{wb.public_summary()}**", icon=":material/public:")
+
+st.subheader("Public rows")
+modes = {"none": "No public rows", "table": "Upload a public table",
+         "flag": "A true/false column of the loaded table", "filter": "A filter on the loaded table"}
+sync_widgets("public_mode", (wb.loads, wb.public_mode), {"public_mode": wb.public_mode})
+mode = st.radio("Where the public rows come from", list(modes), format_func=modes.get,
+                horizontal=True, key="public_mode")
+
+if mode == "none":
+    if wb.public_mode != "none" and st.button("Remove the public rows", key="clear_public"):
+        if attempt(wb.clear_public_rows):
+            flash("Public rows removed.")
+            st.rerun()
+elif mode == "table":
+    if wb.public_mode == "table":
+        st.caption(f"Current public table: {wb.public_name}, {len(wb.public_table):,} rows.")
+    up = st.file_uploader("Public table (same columns as the data)",
+                          type=["csv", "gz", "parquet", "pq"], key="upload_public")
+    if up is not None and st.session_state.get("_loaded_public") != (up.name, up.size):
+        st.session_state["_loaded_public"] = (up.name, up.size)
+        if attempt(wb.set_public_table, up.name, up.getvalue()):
+            flash(f"Public table '{up.name}' loaded.")
+            st.rerun()
+elif mode == "flag":
+    flags = wb.flag_candidates()
+    if not flags:
+        st.warning("The loaded table has no column that holds only true/false (yes/no, 1/0) "
+                   "values. Use a filter instead, or upload a public table.")
+    else:
+        current = flags.index(wb.public_flag) if wb.public_flag in flags else 0
+        flag = st.selectbox("Rows where this column is true are public", flags, index=current,
+                            key="public_flag")
+        if st.button("Use this column", key="apply_flag"):
+            if attempt(wb.set_public_flag, flag):
+                flash(f"Rows flagged by '{flag}' are public; the column is no longer part of "
+                      "the schema.")
+                st.rerun()
+else:
+    cols = wb.schema.names
+    fcol = st.selectbox("Column", cols, key="filter_column")
+    values = sorted(wb.data[fcol].dropna().astype(str).unique().tolist())[:500]
+    fvals = st.multiselect("Rows with one of these values are public", values, key="filter_values")
+    if st.button("Use this filter", key="apply_filter"):
+        if attempt(wb.set_public_filter, fcol, fvals):
+            flash(f"Rows where {fcol} is one of {', '.join(fvals)} are public.")
+            st.rerun()
+
+st.subheader("Public columns")
+st.caption("Columns known for every record (e.g. published census attributes). The guarantee "
+           "then protects the remaining columns only.")
+sync_widgets("public_columns", (wb.loads, wb.public_columns),
+             {"public_columns": list(wb.public_columns)})
+chosen = st.multiselect("Public columns", list(wb.schema.names), key="public_columns")
+if tuple(chosen) != wb.public_columns:
+    if attempt(wb.set_public_columns, chosen):
+        st.rerun()
+if wb.public_columns and not supports_public_columns(wb.settings.mechanism):
+    st.warning(f"The chosen mechanism ({wb.settings.mechanism}) does not use public columns yet; "
+               "a run will stop with an error until you clear them or choose a mechanism that "
+               "supports them.", icon=":material/warning:")
+
+if wb.public_mode != "none":
+    with st.container(border=True):
+        curator_header("Public proxy error")
+        st.caption("How far the public rows' marginals are from the private ones (JAM-PGM's "
+                   "public proxy error: L1 distance of normalised marginals), per workload "
+                   f"marginal of `{wb.settings.workload}` and on average. Small values mean "
+                   "public measurements are good stand-ins for private ones.")
+        try:
+            overall, table = wb.public_proxy_errors()
+            st.metric("Public proxy workload error (curator-only)", f"{overall:.4f}")
+            st.plotly_chart(charts.proxy_error_figure(table), key="proxy_chart",
+                            config=CURATOR_PLOT)
+            with st.expander("All marginals (curator-only)"):
+                st.dataframe(table, hide_index=True)
+        except Exception as exc:  # noqa: BLE001
+            show_error(exc)
+
+st.page_link(PAGES["workload"], label="Next: workload and budget", icon=":material/arrow_forward:")

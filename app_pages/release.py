@@ -1,0 +1,63 @@
+"""Release page: the synthetic data, the report, the privacy statement and
+the command that repeats the run. Nothing curator-only appears here."""
+
+import streamlit as st
+
+from app_pages.common import PAGES, get_wb, show_error, show_flashes
+from synth_core.workbench import ledger_frame, measurements_frame
+
+wb = get_wb()
+st.title("Release")
+show_flashes()
+ok_runs = [r for r in wb.runs if r.ok]
+if not ok_runs:
+    st.info("No finished run yet. Start one on the Run page.", icon=":material/info:")
+    st.page_link(PAGES["run"], label="Go to Run", icon=":material/play_circle:")
+    st.stop()
+
+labels = {r.number: f"Run {r.number}: {r.label}" for r in ok_runs}
+number = st.selectbox("Run", list(labels)[::-1], format_func=labels.get, key="release_run")
+run = wb.run_by_number(number)
+try:
+    files = wb.release_files(run)
+except Exception as exc:  # noqa: BLE001
+    show_error(exc)
+    st.stop()
+report = run.result.report
+
+st.subheader("Downloads")
+st.caption("These files hold only releasable values (checked: no curator-only field).")
+d = st.columns(5)
+d[0].download_button("Synthetic data (CSV)", files["synthetic.csv"], file_name="synthetic.csv",
+                     mime="text/csv", type="primary", key="dl_csv")
+d[1].download_button("Synthetic data (Parquet)", files["synthetic.parquet"],
+                     file_name="synthetic.parquet", mime="application/octet-stream", key="dl_parquet")
+d[2].download_button("Report (JSON)", files["report.json"], file_name="report.json",
+                     mime="application/json", key="dl_report")
+d[3].download_button("Schema (JSON)", files["schema.json"], file_name="schema.json",
+                     mime="application/json", key="dl_schema_release")
+d[4].download_button("Reproduce (shell)", files["reproduce.sh"], file_name="reproduce.sh",
+                     mime="text/x-shellscript", key="dl_script")
+
+st.subheader("Privacy statement")
+st.info(report["privacy"]["statement"], icon=":material/shield_lock:")
+if not report["domain"]["protected"]:
+    st.warning(report["domain"]["note"], icon=":material/warning:")
+pub = report["public_information"]
+st.markdown(f"**Public rows:** {pub['rows'] or 'none'}  \n**Public columns:** "
+            f"{', '.join(pub['columns']) or 'none'}  \n**Workload:** "
+            f"{report['workload']['description']} ({len(report['workload']['cliques'])} marginals)")
+
+st.subheader("Synthetic data (first 50 rows)")
+st.dataframe(run.result.synthetic.head(50), height=220)
+
+left, right = st.columns(2)
+with left:
+    st.markdown("**Ledger** (every privacy charge, rho-zCDP)")
+    st.dataframe(ledger_frame(report), hide_index=True)
+with right:
+    st.markdown("**Measurements** (released with their noisy answers in the report)")
+    st.dataframe(measurements_frame(report), hide_index=True)
+
+st.subheader("Repeat this run from the command line")
+st.code(run.reproduce, language="bash")

@@ -1,0 +1,150 @@
+"""Workload and budget page: which marginals matter, epsilon/delta, the mechanism."""
+
+import streamlit as st
+
+from app_pages.common import PAGES, data_page, flash, show_error, sync_widgets
+from synth_core.mechanisms import MECHANISMS
+from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, mechanism_description,
+                                  mechanism_parameters, workload_spec)
+
+wb = data_page("Workload and budget")
+s = wb.settings
+names = list(wb.schema.names)
+
+st.subheader("Workload")
+st.caption("The marginals (column combinations) whose counts the synthetic data should "
+           "preserve best. The mechanism picks which to measure; the error is judged on these.")
+try:
+    w = wb.workload()
+    st.markdown(f"Current: `{s.workload}`, **{len(w)} marginals** "
+                f"({', '.join(' × '.join(c) for c in w.cliques[:6])}{', …' if len(w) > 6 else ''})")
+except Exception as exc:  # noqa: BLE001
+    show_error(exc)
+
+kinds = {"all": "All k-way marginals", "target": "Around target column(s)",
+         "custom": "Custom list with weights"}
+kind = st.radio("Build", list(kinds), format_func=kinds.get, horizontal=True, key="wl_kind")
+with st.form("workload_form"):
+    custom_text = ""
+    targets = []
+    k = st.slider("k (columns per marginal)", 1, min(4, len(names)), min(3, len(names)),
+                  key="wl_k") if kind != "custom" else 0
+    if kind == "target":
+        default = [wb.target] if wb.target in names else names[-1:]
+        targets = st.multiselect("Target column(s)", names, default=default, key="wl_targets")
+    if kind == "custom":
+        custom_text = st.text_area(
+            "One marginal per line: columns separated by commas, optional `* weight`",
+            value=f"{names[0]}, {names[1]}\n{names[0]}, {names[-1]} * 2" if len(names) > 1
+            else names[0], key="wl_custom", height=120)
+    submitted = st.form_submit_button("Use this workload")
+if submitted:
+    try:
+        custom = []
+        for line in custom_text.splitlines():
+            if not line.strip():
+                continue
+            cols, _, weight = line.partition("*")
+            try:
+                wt = float(weight) if weight.strip() else 1.0
+            except ValueError:
+                from synth_core.errors import WorkloadError
+                raise WorkloadError(f"The weight {weight.strip()!r} in line {line.strip()!r} is "
+                                    "not a number.", hint="Write e.g. `age, sex * 2`.") from None
+            custom.append(([c.strip() for c in cols.split(",")], wt))
+        spec = workload_spec(kind, k=k, targets=targets, custom=custom)
+        wb.update_settings(workload=spec)
+        flash(f"Workload set to {spec}.")
+        st.rerun()
+    except Exception as exc:  # noqa: BLE001
+        show_error(exc)
+
+st.subheader("Privacy budget and mechanism")
+mech_names = list(MECHANISMS)
+sync_widgets("settings", s, {
+    "mechanism": s.mechanism if s.mechanism in mech_names else mech_names[0],
+    "epsilon": min(EPSILON_GRID, key=lambda e: abs(e - s.epsilon)),
+    "delta": min(DELTA_GRID, key=lambda d: abs(d - s.delta)),
+    "neighbours": s.neighbours,
+    "rounds_default": s.rounds is None,
+    "rounds": int(s.rounds or mechanism_parameters(s.mechanism).get("rounds") or 16 * len(names)),
+    "max_model_size": float(s.max_model_size),
+    "fit_iters": int(s.fit_iters),
+    "final_fit_iters": int(s.final_fit_iters),
+    "fresh_seed": s.seed is None,
+    "seed": int(s.seed or 0),
+})
+mech = st.selectbox("Mechanism", mech_names, key="mechanism",
+                    help="Every mechanism of synth_core; new ones appear here as they land.")
+st.caption(mechanism_description(mech))
+params = mechanism_parameters(mech)
+with st.form("budget_form"):
+    c1, c2, c3 = st.columns(3)
+    eps = c1.select_slider("Epsilon (log scale)", EPSILON_GRID, key="epsilon")
+    delta = c2.select_slider("Delta", DELTA_GRID, format_func=lambda d: f"{d:g}", key="delta")
+    neighbours = c3.radio("Neighbouring datasets", ["bounded", "unbounded"], key="neighbours",
+                          help="bounded: replace one record (n public; JAM-PGM's setting); "
+                               "unbounded: add/remove one record (AIM's setting).")
+    st.markdown("**Hyper-parameters** (the papers' defaults unless changed)")
+    h1, h2, h3, h4 = st.columns(4)
+    rounds_default = params.get("rounds")
+    if "rounds" in params:
+        use_default = h1.checkbox(
+            f"Paper default rounds ({rounds_default})" if rounds_default else
+            "Paper default rounds (set by the mechanism)", key="rounds_default")
+        rounds = h1.number_input("Rounds T", min_value=1, max_value=10000, key="rounds")
+    else:
+        use_default, rounds = True, None
+    size = h2.number_input("Max model size (MB)", min_value=0.1, max_value=10000.0,
+                           key="max_model_size", disabled="max_model_size" not in params)
+    fit_iters = h3.number_input("Fit iterations per round", min_value=1, max_value=10000,
+                                key="fit_iters")
+    final_iters = h4.number_input("Final fit iterations", min_value=1, max_value=100000,
+                                  key="final_fit_iters")
+    extra = {k: v for k, v in params.items() if k not in ("rounds", "max_model_size")
+             and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    options = {}
+    if extra:
+        with st.expander(f"Advanced: {mech}'s own parameters (paper defaults)"):
+            cols = st.columns(min(4, len(extra)))
+            for i, (name, default) in enumerate(extra.items()):
+                current = s.options.get(name, default) if mech == s.mechanism else default
+                if isinstance(default, int):
+                    value = cols[i % len(cols)].number_input(name, value=int(current), step=1,
+                                                             key=f"opt_{mech}_{name}")
+                else:
+                    value = cols[i % len(cols)].number_input(name, value=float(current),
+                                                             format="%g", key=f"opt_{mech}_{name}")
+                if value != default:
+                    options[name] = value
+    r1, r2 = st.columns(2)
+    fresh = r1.checkbox("Fresh random seed (production; not reproducible)", key="fresh_seed")
+    seed = r2.number_input("Seed (research mode: reproducible)", min_value=0, key="seed")
+    saved = st.form_submit_button("Save settings", type="primary")
+if saved:
+    try:
+        wb.update_settings(mechanism=mech, epsilon=float(eps), delta=float(delta),
+                           neighbours=neighbours, rounds=None if use_default else int(rounds),
+                           max_model_size=float(size), fit_iters=int(fit_iters),
+                           final_fit_iters=int(final_iters), seed=None if fresh else int(seed),
+                           options=options)
+        flash("Settings saved.")
+        st.rerun()
+    except Exception as exc:  # noqa: BLE001
+        show_error(exc)
+elif mech != s.mechanism:
+    st.caption(f"Press *Save settings* to switch to {mech}.")
+
+try:
+    b = wb.budget_summary()
+    secs, how = wb.estimate_seconds()
+    m1, m2, m3 = st.columns(3)
+    m1.metric("rho-zCDP budget of a run", f"{b['rho']:.4g}")
+    planned = wb.planned_rounds()
+    m2.metric("Planned rounds", "adaptive" if planned is None else planned)
+    m3.metric("Run-time estimate", f"~{secs:.0f} s" if secs < 120 else f"~{secs / 60:.1f} min")
+    st.caption(f"Estimate: {how}. It is rough; the Run page shows real progress.")
+except Exception as exc:  # noqa: BLE001
+    show_error(exc)
+
+st.page_link(PAGES["run"], label="Next: run", icon=":material/arrow_forward:")

@@ -1,0 +1,216 @@
+"""Plotly figure builders shared by the workbench pages and notebooks.
+
+One colour per source everywhere: public measurements in teal, private ones
+in orange, the initialisation (several marginals at once) in grey. Figures
+take round events (:class:`~synth_core.engine.RoundEvent`) or plain tables;
+none of them imports Streamlit.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+PUBLIC_COLOR = "#1b9e77"
+PRIVATE_COLOR = "#d95f02"
+MIXED_COLOR = "#7f7f7f"
+SELECT_COLOR = "#7570b3"
+TOTAL_COLOR = "#333333"
+
+SOURCE_COLORS = {"public": PUBLIC_COLOR, "private": PRIVATE_COLOR}
+
+
+def source_color(source: str) -> str:
+    return SOURCE_COLORS.get(source, MIXED_COLOR)
+
+
+def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0, font=dict(size=15)), height=height,
+                      margin=dict(l=10, r=10, t=70 if title else 45, b=10),
+                      template="plotly_white",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
+    return fig
+
+
+def _round_axis(fig: go.Figure, events: Sequence, **kwargs) -> None:
+    """Whole-number round ticks."""
+    last = max([e.round for e in events], default=0)
+    fig.update_xaxes(title="round", dtick=1 if last <= 20 else None, tick0=0, **kwargs)
+
+
+def _label(event) -> str:
+    if not event.cliques:
+        return "-"
+    if len(event.cliques) > 1:
+        return f"{len(event.cliques)} marginals"
+    return " × ".join(event.cliques[0])
+
+
+def rounds_figure(events: Sequence, rounds_planned: int | None = None) -> go.Figure:
+    """The chosen marginal of every round, coloured by public/private source."""
+    fig = go.Figure()
+    for source in ("private", "public", "other"):
+        evs = [e for e in events if (e.source == source) or
+               (source == "other" and e.source not in SOURCE_COLORS)]
+        if not evs:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[e.round for e in evs], y=[_label(e) for e in evs], mode="markers",
+            name={"other": "initialisation"}.get(source, source),
+            marker=dict(size=13, color=source_color(source), symbol="square"),
+            hovertemplate="round %{x}: %{y}<extra>" + source + "</extra>"))
+    if rounds_planned:
+        fig.update_xaxes(range=[-0.5, rounds_planned + 0.5])
+    _round_axis(fig, events)
+    fig.update_yaxes(title=None, type="category")
+    n_labels = len({_label(e) for e in events})
+    return _layout(fig, "Chosen marginal per round (public or private source)",
+                   height=max(260, 120 + 22 * n_labels))
+
+
+def budget_figure(events: Sequence) -> go.Figure:
+    """Cumulative budget (rho) spent on selection and on measurement, against the total."""
+    rounds = [e.round for e in events]
+    sel, meas = [], []
+    s = m = 0.0
+    for e in events:
+        s += e.rho_select
+        m += e.rho_measure
+        sel.append(s)
+        meas.append(m)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=rounds, y=sel, name="selection", marker_color=SELECT_COLOR))
+    fig.add_trace(go.Bar(x=rounds, y=meas, name="measurement", marker_color=PRIVATE_COLOR))
+    if events:
+        total = events[-1].rho_total
+        fig.add_trace(go.Scatter(x=[min(rounds) - 0.5, max(rounds) + 0.5], y=[total, total],
+                                 mode="lines", name="total budget",
+                                 line=dict(color=TOTAL_COLOR, dash="dash")))
+    fig.update_layout(barmode="stack")
+    _round_axis(fig, events)
+    fig.update_yaxes(title="rho spent (cumulative)")
+    return _layout(fig, "Privacy budget: selection vs measurement vs total")
+
+
+def sigma_size_figure(events: Sequence) -> go.Figure:
+    """Noise std per private measurement and the model size per round."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("noise std (sigma) per round",
+                                                        "model size (MB)"))
+    priv = [e for e in events if e.sigma is not None]
+    fig.add_trace(go.Scatter(x=[e.round for e in priv], y=[e.sigma for e in priv],
+                             mode="lines+markers", name="sigma",
+                             marker=dict(color=PRIVATE_COLOR), line=dict(color=PRIVATE_COLOR)),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=[e.round for e in events], y=[e.model_size_mb for e in events],
+                             mode="lines+markers", name="model size",
+                             marker=dict(color=TOTAL_COLOR), line=dict(color=TOTAL_COLOR)),
+                  row=1, col=2)
+    _round_axis(fig, events)
+    fig.update_yaxes(tickformat=".3g", rangemode="tozero")
+    fig.update_layout(showlegend=False)
+    return _layout(fig, "", height=280)
+
+
+def candidates_figure(table: pd.DataFrame, top: int = 25) -> go.Figure:
+    """CURATOR-ONLY: the candidate pool's scores by source, the chosen one outlined."""
+    t = table.sort_values("score", ascending=False).head(top)
+    chosen = table[table["chosen"]]
+    if len(chosen) and not t["chosen"].any():
+        t = pd.concat([t, chosen])
+    t = t.iloc[::-1]
+    labels = [f"{m} ({s})" for m, s in zip(t["marginal"], t["source"])]
+    fig = go.Figure(go.Bar(
+        x=t["score"], y=labels, orientation="h",
+        marker=dict(color=[source_color(s) for s in t["source"]],
+                    line=dict(color=["black" if c else "rgba(0,0,0,0)" for c in t["chosen"]],
+                              width=[3 if c else 0 for c in t["chosen"]])),
+        text=["chosen" if c else "" for c in t["chosen"]], textposition="outside",
+        hovertemplate="%{y}: score %{x:.4g}<extra></extra>"))
+    fig.update_xaxes(title="score (exact, from the private data)")
+    fig.update_yaxes(type="category")
+    return _layout(fig, f"CURATOR-ONLY candidate scores (top {min(top, len(table))} of "
+                        f"{len(table)}; teal public, orange private)",
+                   height=max(300, 80 + 20 * len(t)))
+
+
+def proxy_error_figure(table: pd.DataFrame, top: int = 30) -> go.Figure:
+    """CURATOR-ONLY: public proxy error per workload marginal."""
+    t = table.head(top).iloc[::-1]
+    fig = go.Figure(go.Bar(x=t["public proxy error"], y=t["marginal"], orientation="h",
+                           marker_color=PUBLIC_COLOR,
+                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+    fig.update_xaxes(title="L1 distance of normalised marginals (public vs private)")
+    fig.update_yaxes(type="category")
+    return _layout(fig, f"CURATOR-ONLY public proxy error (worst {min(top, len(table))} of "
+                        f"{len(table)} marginals)", height=max(300, 80 + 18 * len(t)))
+
+
+MECHANISM_PALETTE = ["#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
+                     "#666666", "#1f78b4"]
+
+
+def mechanism_color(name: str, names: Sequence[str]) -> str:
+    if name == "public-only":
+        return PUBLIC_COLOR
+    others = [n for n in names if n != "public-only"]
+    return MECHANISM_PALETTE[others.index(name) % len(MECHANISM_PALETTE)] if name in others \
+        else MIXED_COLOR
+
+
+def compare_summary(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation of the workload error per mechanism and epsilon."""
+    ok = results[results["status"] == "finished"].copy()
+    if ok.empty:
+        return pd.DataFrame(columns=["mechanism", "epsilon", "mean", "std", "runs"])
+    ok["workload_error"] = ok["workload_error"].astype(float)
+    g = ok.groupby(["mechanism", "epsilon"])["workload_error"]
+    out = g.agg(["mean", "std", "count"]).reset_index().rename(columns={"count": "runs"})
+    out["std"] = out["std"].fillna(0.0)
+    return out.sort_values(["mechanism", "epsilon"], ignore_index=True)
+
+
+def compare_figure(results: pd.DataFrame, reference: float | None = None) -> go.Figure:
+    """CURATOR-ONLY: workload error against epsilon (log x), error bars over seeds,
+    and the public rows alone as a reference line."""
+    summary = compare_summary(results)
+    names = sorted(summary["mechanism"].unique()) if len(summary) else []
+    fig = go.Figure()
+    for name in names:
+        t = summary[summary["mechanism"] == name]
+        color = mechanism_color(name, names)
+        fig.add_trace(go.Scatter(
+            x=t["epsilon"], y=t["mean"], mode="lines+markers", name=name,
+            error_y=dict(type="data", array=t["std"], visible=True),
+            line=dict(color=color, dash="dot" if name == "public-only" else "solid"),
+            marker=dict(color=color, size=8),
+            customdata=t["runs"],
+            hovertemplate=f"{name}: ε=%{{x:g}}, error %{{y:.4f}} (%{{customdata}} runs)<extra></extra>"))
+    if reference is not None:
+        fig.add_hline(y=reference, line=dict(color=PUBLIC_COLOR, dash="dash"),
+                      annotation_text="public rows alone", annotation_position="top left")
+    fig.update_xaxes(type="log", title="epsilon (log scale)")
+    fig.update_yaxes(title="workload error (mean ± sd over seeds)", rangemode="tozero")
+    return _layout(fig, "CURATOR-ONLY workload error against epsilon", height=420)
+
+
+def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) -> go.Figure:
+    """CURATOR-ONLY: mean error per workload marginal and mechanism at one epsilon."""
+    t = marginals[marginals["epsilon"].astype(float) == float(epsilon)]
+    mean = t.groupby(["marginal", "mechanism"])["error"].mean().reset_index()
+    worst = (mean.groupby("marginal")["error"].max().sort_values(ascending=False)
+             .head(top).index.tolist())
+    mean = mean[mean["marginal"].isin(worst)]
+    names = sorted(mean["mechanism"].unique())
+    fig = go.Figure()
+    for name in names:
+        m = mean[mean["mechanism"] == name].set_index("marginal").reindex(worst[::-1])
+        fig.add_trace(go.Bar(x=m["error"], y=m.index, orientation="h", name=name,
+                             marker_color=mechanism_color(name, names)))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title="error of the marginal (L1 of normalised marginals)")
+    fig.update_yaxes(type="category")
+    return _layout(fig, f"CURATOR-ONLY per-marginal error at ε = {epsilon:g} (worst {len(worst)})",
+                   height=max(320, 90 + 14 * len(worst) * max(1, len(names))))

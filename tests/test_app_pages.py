@@ -1,0 +1,417 @@
+"""Streamlit AppTest of every page of the workbench (no browser, no mocks).
+
+AppTest cannot drive fragments' timers, so the threaded run is awaited here
+with a bounded poll on the session's worker, then the page is run again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from conftest import all_keys
+from synth_core.report import CURATOR_ONLY_KEYS, check_release
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["app_pages/start.py", "app_pages/data.py", "app_pages/public.py",
+         "app_pages/workload.py", "app_pages/run.py", "app_pages/release.py"]
+
+
+def new_app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def go(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [e.value for e in at.info] + [e.value for e in at.success] + [e.value for e in at.warning]
+    return "\n".join(str(p) for p in parts)
+
+
+def sidebar_text(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.sidebar.markdown)
+
+
+def load_titanic(at: AppTest) -> AppTest:
+    at.button(key="sample_titanic").click().run()
+    assert not at.exception and not errors(at)
+    return at
+
+
+def wait_for_run(at: AppTest, timeout: float = 120) -> None:
+    wb = at.session_state["wb"]
+    deadline = time.time() + timeout
+    while wb.worker is not None and not wb.worker.done:
+        assert time.time() < deadline, "the run did not finish in time"
+        time.sleep(0.2)
+
+
+def flagged_csv(n=300, seed=0) -> bytes:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "sex": rng.choice(["F", "M"], n), "age": rng.integers(18, 80, n),
+        "edu": rng.choice(["low", "mid", "high"], n),
+        "is_public": np.where(rng.random(n) < 0.3, "yes", "no")}).to_csv(index=False).encode()
+
+
+def test_every_page_renders_without_data():
+    at = new_app()
+    assert at.title[0].value == "Differentially private synthetic data"
+    assert "none loaded" in sidebar_text(at)
+    for page in PAGES[1:]:
+        go(at, page)
+        assert not errors(at)
+    assert "No finished run yet" in texts(at)
+
+
+def test_start_page_loads_titanic_in_one_click():
+    at = new_app()
+    assert {b.key for b in at.button} >= {"sample_titanic", "sample_adult-pub025"}
+    load_titanic(at)
+    assert "Loaded sample 'titanic'" in texts(at)
+    side = sidebar_text(at)
+    assert "titanic:private" in side and "1,008 rows" in side and "public.csv" in side
+    assert "declared" in side
+    for page in PAGES:
+        go(at, page)
+        assert not errors(at), page
+
+
+def test_data_page_upload_preview_and_schema_errors():
+    at = go(new_app(), "app_pages/data.py")
+    at.file_uploader(key="upload_data").set_value(("people.csv", flagged_csv(), "text/csv"))
+    at.run()
+    assert not at.exception and not errors(at)
+    wb = at.session_state["wb"]
+    assert wb.data_name == "people.csv" and len(wb.data) == 300
+    assert "Loaded 'people.csv'" in texts(at)
+    assert any("domain not privacy-protected" in w.value for w in at.warning)
+    assert len(at.dataframe) >= 2                    # preview and schema table
+
+    # a bad upload: message and hint, the loaded table stays
+    at.file_uploader(key="upload_data").set_value(("bad.csv", b"a,b\n1,2,3,4\n", "text/csv"))
+    at.run()
+    assert not at.exception
+    assert errors(at) and "bad.csv" in errors(at)[0]
+    assert wb.data_name == "people.csv"
+
+    # schema editor: an invalid numeric column is reported next to the column
+    at.selectbox(key="edit_column").set_value("age").run()
+    at.radio(key="kind_age").set_value("numeric")
+    at.text_input(key="lower_age").set_value("60")
+    at.text_input(key="upper_age").set_value("20")
+    at.text_input(key="bins_age").set_value("4")
+    at.button[[b.label for b in at.button].index("Apply to column")].click().run()
+    assert not at.exception
+    errs = errors(at)
+    assert errs and "column 'age'" in errs[0] and "lower" in errs[0]
+    assert wb.schema.column("age").kind == "categorical"   # unchanged
+    # bounds that leave data outside: a DataError naming the column
+    at.text_input(key="lower_age").set_value("18")
+    at.text_input(key="upper_age").set_value("30")
+    at.button[[b.label for b in at.button].index("Apply to column")].click().run()
+    assert "column 'age'" in errors(at)[0] and "outside the bounds" in errors(at)[0]
+    # a valid edit
+    at.text_input(key="upper_age").set_value("80")
+    at.button[[b.label for b in at.button].index("Apply to column")].click().run()
+    assert not errors(at)
+    assert wb.schema.column("age").kind == "numeric" and wb.schema.column("age").bins == 4
+    assert "Column 'age' updated." in texts(at)
+    # leave a column out of the schema
+    at.selectbox(key="edit_column").set_value("edu").run()
+    at.button(key="drop_column").click().run()
+    assert not errors(at) and "edu" not in wb.schema.names
+    assert any("Not in the schema" in w.value and "edu" in w.value for w in at.warning)
+
+
+def test_data_page_sample_picker_and_schema_upload():
+    at = go(new_app(), "app_pages/data.py")
+    at.selectbox(key="sample_pick").set_value("titanic-full")
+    at.button(key="load_sample").click().run()
+    wb = at.session_state["wb"]
+    assert wb.sample_name == "titanic-full" and wb.public_mode == "none"
+    assert "declared" in texts(at)
+    at.file_uploader(key="upload_schema").set_value(("s.json", b"{oops", "application/json"))
+    at.run()
+    assert errors(at) and "not valid JSON" in errors(at)[0]
+    assert wb.schema.source == "declared" and len(wb.schema.names) == 6
+
+
+def test_public_page_marks_public_rows_and_shows_curator_panel():
+    at = go(new_app(), "app_pages/data.py")
+    at.file_uploader(key="upload_data").set_value(("people.csv", flagged_csv(), "text/csv"))
+    at.run()
+    go(at, "app_pages/public.py")
+    wb = at.session_state["wb"]
+    assert wb.public_mode == "none"
+    at.radio(key="public_mode").set_value("flag").run()
+    assert at.selectbox(key="public_flag").options == ["is_public"]
+    at.button(key="apply_flag").click().run()
+    assert not at.exception and not errors(at)
+    assert wb.public_mode == "flag" and "is_public" not in wb.schema.names
+    assert "rows flagged by column 'is_public'" in texts(at)
+    # the curator-only panel with the public proxy error
+    assert "CURATOR-ONLY, not releasable" in texts(at)
+    assert any("curator-only" in m.label for m in at.metric)
+    assert "public proxy" in sidebar_text(at) or "flagged" in sidebar_text(at)
+
+    # a filter on the loaded table
+    at.radio(key="public_mode").set_value("filter").run()
+    at.selectbox(key="filter_column").set_value("sex").run()
+    at.multiselect(key="filter_values").set_value(["F", "M"])
+    at.button(key="apply_filter").click().run()
+    assert errors(at) and "nothing would stay private" in errors(at)[0]
+    assert wb.public_mode == "flag"                  # unchanged
+    at.multiselect(key="filter_values").set_value(["F"])
+    at.button(key="apply_filter").click().run()
+    assert not errors(at) and wb.public_mode == "filter"
+
+    # public columns: all columns is refused with a message
+    at.multiselect(key="public_columns").set_value(list(wb.schema.names)).run()
+    assert errors(at) and "nothing private" in errors(at)[0]
+    at.multiselect(key="public_columns").set_value(["sex"]).run()
+    assert wb.public_columns == ("sex",)
+
+
+def test_public_page_uploads_a_public_table():
+    at = go(load_titanic(new_app()), "app_pages/public.py")
+    wb = at.session_state["wb"]
+    at.file_uploader(key="upload_public").set_value(
+        ("pub.csv", b"pclass,survived,sex,age,sibsp,parch\n1st,died,alien,30,0,0\n", "text/csv"))
+    at.run()
+    assert errors(at) and "sex" in errors(at)[0] and "alien" in errors(at)[0]
+    assert wb.public_name == "public.csv"            # the sample's public table stays
+    at.file_uploader(key="upload_public").set_value(
+        ("pub.csv", b"pclass,survived,sex,age,sibsp,parch\n1st,died,male,30,0,0\n"
+                    b"3rd,survived,female,,1,2\n", "text/csv"))
+    at.run()
+    assert not errors(at) and wb.public_name == "pub.csv" and len(wb.public_table) == 2
+
+
+def test_workload_page_builds_workloads_and_settings():
+    at = go(load_titanic(new_app()), "app_pages/workload.py")
+    wb = at.session_state["wb"]
+    assert "20 marginals" in texts(at)
+    at.radio(key="wl_kind").set_value("target").run()
+    at.slider(key="wl_k").set_value(2)
+    at.multiselect(key="wl_targets").set_value(["survived"])
+    at.button[[b.label for b in at.button].index("Use this workload")].click().run()
+    assert not errors(at) and wb.settings.workload == "target:survived:2"
+    assert "5 marginals" in texts(at)
+
+    at.radio(key="wl_kind").set_value("custom").run()
+    at.text_area(key="wl_custom").set_value("age, height\n")
+    at.button[[b.label for b in at.button].index("Use this workload")].click().run()
+    assert errors(at) and "height" in errors(at)[0] and "Known columns" in errors(at)[0]
+    assert wb.settings.workload == "target:survived:2"
+    at.text_area(key="wl_custom").set_value("age, sex\npclass, survived * x\n")
+    at.button[[b.label for b in at.button].index("Use this workload")].click().run()
+    assert errors(at) and "not a number" in errors(at)[0]
+    at.text_area(key="wl_custom").set_value("age, sex\npclass, survived * 3\n")
+    at.button[[b.label for b in at.button].index("Use this workload")].click().run()
+    assert not errors(at) and wb.settings.workload == "age,sex;pclass,survived*3"
+
+    # epsilon on the log slider, delta, mechanism and hyper-parameters
+    at.select_slider(key="epsilon").set_value(0.5)
+    at.select_slider(key="delta").set_value(1e-6)
+    at.checkbox(key="rounds_default").uncheck()
+    at.number_input(key="rounds").set_value(5)
+    at.number_input(key="fit_iters").set_value(20)
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert not errors(at)
+    s = wb.settings
+    assert (s.epsilon, s.delta, s.rounds, s.fit_iters) == (0.5, 1e-6, 5, 20)
+    assert "ε = 0.5" in sidebar_text(at)
+    assert any(m.label == "Run-time estimate" for m in at.metric)
+    assert any(m.label == "Planned rounds" and m.value == "5" for m in at.metric)
+
+    at.selectbox(key="mechanism").set_value("aim").run()
+    at.checkbox(key="rounds_default").check()
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert wb.settings.mechanism == "aim" and wb.settings.rounds is None
+
+
+def test_run_page_runs_in_background_and_release_page_downloads():
+    at = go(load_titanic(new_app()), "app_pages/workload.py")
+    wb = at.session_state["wb"]
+    wb.update_settings(rounds=3, fit_iters=20, final_fit_iters=50, seed=0)
+    go(at, "app_pages/run.py")
+    assert "Press **Start run**" in texts(at)
+    at.button(key="start_run").click().run()
+    assert not at.exception and not errors(at)
+    assert wb.runs or wb.worker is not None          # running, or already collected
+    wait_for_run(at)
+    at.run()
+    assert not at.exception and not errors(at)
+    assert len(wb.runs) == 1 and wb.runs[0].status == "finished"
+    assert any("Finished in" in s.value for s in at.success)
+    assert "CURATOR-ONLY, not releasable" in texts(at)
+    assert any("Workload error" in m.label and "curator-only" in m.label for m in at.metric)
+    assert "round 3 / 3" in at.get("progress")[0].proto.text
+    pool = at.selectbox(key="pool_round_run1")
+    assert pool.options == ["latest (round 3)", "round 1", "round 2", "round 3"]
+    assert pool.value == "latest"
+    pool.set_value(1).run()
+    assert not at.exception and "chosen:" in texts(at)
+    rounds = at.dataframe[0].value
+    assert list(rounds["round"]) == [1, 2, 3] and "score" not in rounds.columns
+    assert set(rounds["source"]) <= {"public", "private"}
+    assert "ρ = 0.01497" in sidebar_text(at)         # the session's budget
+
+    go(at, "app_pages/release.py")
+    assert not errors(at)
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Synthetic data (CSV)", "Synthetic data (Parquet)", "Report (JSON)",
+                      "Schema (JSON)", "Reproduce (shell)"]
+    assert any("This release satisfies" in i.value for i in at.info)
+    assert "CURATOR" not in texts(at)
+    codes = [c.value for c in at.code]
+    assert codes and codes[0].startswith("synth run --sample titanic")
+    # the files behind the buttons
+    files = wb.release_files(wb.runs[0])
+    report = json.loads(files["report.json"])
+    check_release(report)
+    assert not CURATOR_ONLY_KEYS & set(all_keys(report))
+    assert len(pd.read_csv(io.BytesIO(files["synthetic.csv"]))) == 1008
+
+
+def test_run_page_shows_a_failed_run_cleanly():
+    at = new_app()
+    at.button(key="sample_titanic-full").click().run()
+    wb = at.session_state["wb"]
+    wb.update_settings(mechanism="jam-pgm", rounds=3, fit_iters=20, final_fit_iters=50)
+    go(at, "app_pages/run.py")
+    at.button(key="start_run").click().run()
+    wait_for_run(at)
+    at.run()
+    assert not at.exception
+    errs = errors(at)
+    assert errs and "JAM-PGM needs public rows." in errs[0] and "Traceback" not in errs[0]
+    assert wb.has_data and wb.sample_name == "titanic-full"   # nothing lost
+    go(at, "app_pages/release.py")
+    assert "No finished run yet" in texts(at)
+
+
+def test_run_page_refuses_public_columns_with_jam():
+    at = go(load_titanic(new_app()), "app_pages/public.py")
+    at.multiselect(key="public_columns").set_value(["sex"]).run()
+    assert any("does not use public columns yet" in w.value for w in at.warning)
+    go(at, "app_pages/run.py")
+    at.button(key="start_run").click().run()
+    assert errors(at) and "jam-pgm does not use public columns yet." in errors(at)[0]
+    assert at.session_state["wb"].worker is None
+
+
+def test_compare_page_runs_a_small_grid(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    wb.update_settings(rounds=3, fit_iters=20, final_fit_iters=50)
+    go(at, "app_pages/compare.py")
+    assert "No saved results for this setup yet." in texts(at)
+    at.multiselect(key="cmp_eps").set_value([])
+    at.button[[b.label for b in at.button].index("Start comparison")].click().run()
+    assert errors(at) and "at least one epsilon" in errors(at)[0]
+    at.multiselect(key="cmp_mechs").set_value(["jam-pgm", "public-only"])
+    at.multiselect(key="cmp_eps").set_value([0.5, 5.0])
+    at.number_input(key="cmp_seeds").set_value(1)
+    at.button[[b.label for b in at.button].index("Start comparison")].click().run()
+    assert not at.exception and not errors(at)
+    deadline = time.time() + 180
+    while wb.comparing:
+        assert time.time() < deadline
+        time.sleep(0.3)
+    at.run()
+    assert not at.exception and not errors(at)
+    assert any("Comparison finished: 4 runs." in s.value for s in at.success)
+    assert "CURATOR-ONLY, not releasable" in texts(at)
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["CURATOR-ONLY results (Parquet)", "CURATOR-ONLY per-marginal errors (Parquet)"]
+    assert "comparison run(s)" in sidebar_text(at)
+
+
+def test_workload_page_offers_every_mechanism_and_its_parameters():
+    from synth_core.mechanisms import MECHANISMS
+    at = go(load_titanic(new_app()), "app_pages/workload.py")
+    wb = at.session_state["wb"]
+    assert at.selectbox(key="mechanism").options == list(MECHANISMS)
+    for name in MECHANISMS:
+        at.selectbox(key="mechanism").set_value(name).run()
+        assert not at.exception and not errors(at), name
+    at.selectbox(key="mechanism").set_value("jam-pgm").run()
+    at.number_input(key="opt_jam-pgm_alpha").set_value(0.7)
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert not errors(at)
+    assert wb.settings.options == {"alpha": 0.7}
+    at.number_input(key="opt_jam-pgm_alpha").set_value(1.5)
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert wb.settings.options == {"alpha": 0.7}     # refused, unchanged
+    assert errors(at) and "alpha" in errors(at)[0]
+
+
+def test_widgets_follow_the_workbench_after_a_new_table():
+    at = go(load_titanic(new_app()), "app_pages/workload.py")
+    assert at.selectbox(key="mechanism").value == "jam-pgm"
+    go(at, "app_pages/public.py")
+    at.multiselect(key="public_columns").set_value(["sex"]).run()
+    wb = at.session_state["wb"]
+    assert wb.public_columns == ("sex",)
+    go(at, "app_pages/start.py")
+    at.button(key="sample_titanic-full").click().run()
+    assert wb.settings.mechanism == "aim" and wb.public_columns == ()
+    go(at, "app_pages/public.py")
+    assert at.multiselect(key="public_columns").value == []
+    assert at.radio(key="public_mode").value == "none"
+    assert wb.public_columns == ()
+    go(at, "app_pages/workload.py")
+    assert at.selectbox(key="mechanism").value == "aim"
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert wb.settings.mechanism == "aim"
+
+
+def test_run_page_stop_button_stops_the_run():
+    at = go(load_titanic(new_app()), "app_pages/run.py")
+    wb = at.session_state["wb"]
+    wb.update_settings(rounds=30, fit_iters=20, final_fit_iters=50)
+    at.button(key="start_run").click().run()
+    assert wb.running
+    # the live view (the polling fragment runs with the page): events so far
+    deadline = time.time() + 60
+    while len(wb.worker.events) < 2:
+        assert time.time() < deadline and wb.running
+        time.sleep(0.1)
+    at.run()
+    assert not at.exception and not errors(at)
+    assert any(h.value.startswith("Running: jam-pgm") for h in at.subheader)
+    live = at.dataframe[0].value
+    assert len(live) >= 2 and set(live["source"]) <= {"public", "private"}
+    assert "/ 30 (running)" in at.get("progress")[0].proto.text
+    assert "Running:" in sidebar_text(at)
+    at.button(key="stop_run").click().run()
+    assert not at.exception
+    wait_for_run(at)
+    at.run()
+    run = wb.runs[-1]
+    assert run.status == "stopped" and 1 <= len(run.events) < 30
+    assert any("Stopped after round" in w.value for w in at.warning)
+    assert f"ρ = {run.rho_spent:.4g}" in sidebar_text(at)
+    go(at, "app_pages/release.py")
+    assert "No finished run yet" in texts(at)

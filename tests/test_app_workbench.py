@@ -1,0 +1,397 @@
+"""The workbench's session state (synth_core.workbench), as plain Python."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import all_keys
+from synth_core.errors import ConfigError, DataError, SchemaError, SynthError, WorkloadError
+from synth_core.report import CURATOR_ONLY_KEYS, check_release
+from synth_core.workbench import (RunSettings, Workbench, candidates_frame,
+                                  events_frame, mechanism_parameters, supports_public_columns,
+                                  workload_spec)
+
+FAST = dict(rounds=3, fit_iters=20, final_fit_iters=50, seed=0)
+
+
+def flagged_csv(n=400, seed=0) -> bytes:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "sex": rng.choice(["F", "M"], n),
+        "age": rng.integers(18, 80, n),
+        "edu": rng.choice(["low", "mid", "high"], n),
+        "is_public": np.where(rng.random(n) < 0.25, "yes", "no"),
+    })
+    return df.to_csv(index=False).encode()
+
+
+@pytest.fixture
+def wb():
+    w = Workbench()
+    w.load_sample("titanic")
+    return w
+
+
+@pytest.fixture(scope="module")
+def finished():
+    w = Workbench()
+    w.load_sample("titanic")
+    w.update_settings(**FAST)
+    w.start_run()
+    assert w.worker.wait(120)
+    run = w.collect()
+    assert run is not None and run.ok, run.failure
+    return w, run
+
+
+def test_load_sample_sets_everything(wb):
+    assert wb.has_data and wb.data_name == "titanic:private"
+    assert wb.schema.source == "declared"
+    assert wb.public_mode == "table" and len(wb.public_table) == 301
+    assert wb.settings.mechanism == "jam-pgm"
+    assert "301 rows" in wb.public_summary()
+    w = Workbench()
+    w.load_sample("titanic-full")
+    assert w.public_mode == "none" and w.settings.mechanism == "aim"
+
+
+def test_bad_sample_or_upload_keeps_what_was_loaded(wb):
+    before = wb.data
+    with pytest.raises(SynthError):
+        wb.load_sample("nope")
+    with pytest.raises(DataError):
+        wb.load_upload("table.txt", b"a,b\n1,2\n")
+    with pytest.raises(SynthError):
+        wb.load_upload("broken.parquet", b"not parquet at all")
+    assert wb.data is before and wb.public_mode == "table"
+
+
+def test_upload_infers_a_private_domain():
+    w = Workbench()
+    w.load_upload("people.csv", flagged_csv())
+    assert w.data_name == "people.csv" and len(w.data) == 400
+    assert w.schema.source == "private"
+    assert set(w.schema.names) == {"sex", "age", "edu", "is_public"}
+    assert w.settings.mechanism == "aim"
+    table = w.schema_table()
+    assert list(table["column"]) == list(w.schema.names)
+
+
+def test_schema_edit_validation_names_the_column(wb):
+    schema = wb.schema
+    with pytest.raises(SchemaError) as exc:
+        wb.update_column("age", kind="numeric", lower=50, upper=10, bins=4, missing=True)
+    assert exc.value.column == "age"
+    assert "age" in wb.schema_errors and "lower" in wb.schema_errors["age"]
+    assert wb.schema is schema                      # unchanged
+    with pytest.raises(DataError) as exc:           # the data do not fit the new bounds
+        wb.update_column("age", kind="numeric", lower=0, upper=10, bins=4, missing=True)
+    assert exc.value.column == "age" and "outside the bounds" in exc.value.message
+    with pytest.raises(DataError):                  # a category is missing
+        wb.update_column("sex", kind="categorical", categories="female")
+    assert "sex" in wb.schema_errors
+    wb.update_column("age", kind="numeric", lower=0, upper=80, bins=8, missing=True)
+    assert wb.schema.column("age").bins == 8 and wb.schema_edited
+    assert "age" not in wb.schema_errors
+    wb.update_column("sex", kind="categorical", categories="female, male")
+    assert wb.schema.column("sex").categories == ("female", "male")
+    assert json.loads(wb.schema_json())["columns"][3]["bins"] == 8
+
+
+def test_schema_file_declares_the_domain():
+    w = Workbench()
+    w.load_upload("people.csv", flagged_csv())
+    w.set_public_flag("is_public")
+    schema = {"columns": [
+        {"name": "sex", "kind": "categorical", "categories": ["F", "M"]},
+        {"name": "age", "kind": "numeric", "lower": 0, "upper": 100, "bins": 10},
+        {"name": "edu", "kind": "categorical", "categories": ["low", "mid", "high"]}]}
+    w.load_schema_file("s.json", json.dumps(schema).encode())
+    assert w.schema.source == "declared"
+    with pytest.raises(SchemaError):
+        w.load_schema_file("bad.json", b"{not json")
+    bad = dict(columns=schema["columns"][:2] + [
+        {"name": "edu", "kind": "categorical", "categories": ["low"]}])
+    with pytest.raises(DataError) as exc:
+        w.load_schema_file("narrow.json", json.dumps(bad).encode())
+    assert exc.value.column == "edu"
+    assert w.schema.source == "declared" and len(w.schema.column("edu").categories) == 3
+
+
+def test_public_flag_filter_and_table():
+    w = Workbench()
+    w.load_upload("people.csv", flagged_csv())
+    assert w.flag_candidates() == ["is_public"]
+    with pytest.raises(DataError):
+        w.set_public_flag("sex")                    # not true/false
+    w.set_public_flag("is_public")
+    assert w.public_mode == "flag" and "is_public" not in w.schema.names
+    n_pub = len(w.public_rows_frame())
+    assert 0 < n_pub < 400 and f"{n_pub:,} rows flagged" in w.public_summary()
+    kw = w.run_kwargs()
+    assert kw["public_flag"] == "is_public"
+    inputs = w.prepare()
+    assert inputs.data.public.n == n_pub and inputs.data.private.n == 400 - n_pub
+
+    w.set_public_filter("sex", ["F"])
+    assert w.public_mode == "filter" and "public if sex in F" in w.data.columns
+    assert w.data_columns == ["sex", "age", "edu", "is_public"]
+    assert w.prepare().public_label == "rows of 'people.csv' flagged by column 'public if sex in F'"
+    assert (w.public_rows_frame()["sex"] == "F").all()
+    with pytest.raises(DataError):
+        w.set_public_filter("sex", ["F", "M"])      # nothing private left
+    with pytest.raises(DataError):
+        w.set_public_filter("sex", [])
+    assert w.public_mode == "filter"                # unchanged by the errors
+
+    w.clear_public_rows()
+    assert w.public_mode == "none" and list(w.data.columns) == ["sex", "age", "edu", "is_public"]
+    assert "is_public" in w.schema.names            # the flag column is back in the schema
+    with pytest.raises(DataError):
+        w.set_public_table("pub.csv", b"sex,age,edu,is_public\nX,20,low,no\n")
+    w.set_public_table("pub.csv", b"sex,age,edu,is_public\nF,20,low,no\nM,30,mid,yes\n")
+    assert w.public_mode == "table" and w.public_name == "pub.csv"
+
+
+def test_public_columns_and_unsupported_mechanism(wb):
+    with pytest.raises(SchemaError):
+        wb.set_public_columns(["nope"])
+    with pytest.raises(SchemaError):
+        wb.set_public_columns(list(wb.schema.names))
+    wb.set_public_columns(["sex"])
+    assert wb.public_columns == ("sex",)
+    assert not supports_public_columns("jam-pgm") and supports_public_columns("aim")
+    wb.update_settings(**FAST)
+    with pytest.raises(ConfigError, match="does not use public columns"):
+        wb.start_run()
+    assert wb.worker is None
+    wb.update_settings(mechanism="aim", rounds=None)
+    worker = wb.start_run()                         # AIM raises its own ConfigError
+    assert worker.wait(60)
+    run = wb.collect()
+    assert run.status == "failed" and "public columns" in run.failure.message
+
+
+def test_public_proxy_error_is_curator_only(wb):
+    overall, table = wb.public_proxy_errors()
+    assert 0 < overall < 2 and len(table) == 20     # all 3-way of 6 columns
+    assert table["public proxy error"].is_monotonic_decreasing
+    assert overall == pytest.approx(table["public proxy error"].mean())
+    wb.clear_public_rows()
+    assert wb.public_proxy_errors() is None
+
+
+def test_workload_spec_builder(wb):
+    assert workload_spec("all", k=2) == "all-2way"
+    assert workload_spec("target", k=2, targets=["survived", "sex"]) == "target:survived+sex:2"
+    spec = workload_spec("custom", custom=[(["age", "sex"], 1), (["pclass", "survived"], 2.5)])
+    assert spec == "age,sex;pclass,survived*2.5"
+    with pytest.raises(WorkloadError):
+        workload_spec("custom", custom=[])
+    with pytest.raises(WorkloadError):
+        workload_spec("custom", custom=[(["age"], -1)])
+    with pytest.raises(WorkloadError):
+        workload_spec("target", targets=[])
+    wb.update_settings(workload=spec)
+    assert len(wb.workload()) == 2 and wb.workload().weights == (1.0, 2.5)
+    with pytest.raises(WorkloadError):
+        wb.update_settings(workload="age,height")
+    assert wb.settings.workload == spec
+
+
+def test_settings_validation_and_budget(wb):
+    with pytest.raises(SynthError):
+        wb.update_settings(epsilon=-1)
+    with pytest.raises(SynthError):
+        wb.update_settings(mechanism="nope")
+    with pytest.raises(SynthError):
+        wb.update_settings(seed=-3)
+    assert wb.settings == RunSettings(mechanism="jam-pgm")
+    b = wb.budget_summary()
+    assert b["rho"] > 0 and b["session_rho"] == 0
+    secs, how = wb.estimate_seconds()
+    assert secs > 0 and how
+    assert wb.planned_rounds() == 30
+    assert mechanism_parameters("jam-pgm")["rounds"] == 30
+
+
+def test_finished_run_release_has_no_curator_values(finished):
+    w, run = finished
+    assert run.status == "finished" and [e.round for e in run.events] == [1, 2, 3]
+    assert w.session_rho_spent() == pytest.approx(run.result.ledger.total)
+    files = w.release_files(run)
+    assert set(files) == {"synthetic.csv", "synthetic.parquet", "report.json", "schema.json",
+                          "reproduce.sh"}
+    report = json.loads(files["report.json"])
+    check_release(report)
+    assert not CURATOR_ONLY_KEYS & set(all_keys(report))
+    for name in ("synthetic.csv", "reproduce.sh", "schema.json"):
+        text = files[name].decode()
+        for key in ("curator", "workload_error", "public_proxy", "scores"):
+            assert key not in text
+    csv = pd.read_csv(io.BytesIO(files["synthetic.csv"]))
+    pq = pd.read_parquet(io.BytesIO(files["synthetic.parquet"]))
+    assert len(csv) == len(pq) == 1008 and list(csv.columns) == list(w.schema.names)
+    assert "--sample titanic" in run.reproduce and "--rounds 3" in run.reproduce
+    assert "--schema" not in run.reproduce
+    # the releasable round table and the curator-only candidate pool
+    table = events_frame(run.events)
+    assert list(table["round"]) == [1, 2, 3] and "score" not in table.columns
+    pool = candidates_frame(run.events[-1])
+    assert pool["chosen"].sum() == 1 and set(pool["source"]) == {"public", "private"}
+    # a second estimate uses the measured run
+    assert "run 1" in w.estimate_seconds()[1]
+
+
+def test_reproduce_script_reruns_the_cli(finished, tmp_path):
+    import os
+    import subprocess
+    import sys
+    w, run = finished
+    script = tmp_path / "reproduce.sh"
+    script.write_bytes(w.release_files(run)["reproduce.sh"])
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    out = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    cli = json.loads((tmp_path / "report.json").read_text())
+    assert cli["measurements"] == run.result.report["measurements"]
+    assert cli["config"] == run.result.report["config"]
+
+
+def test_release_refuses_unfinished_runs(finished):
+    w, run = finished
+    from dataclasses import replace
+    with pytest.raises(ConfigError):
+        w.release_files(replace(run, status="stopped", result=None))
+
+
+def test_compare_sweep_saves_and_resumes(tmp_path, monkeypatch):
+    from synth_core import charts
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    w = Workbench()
+    w.load_sample("titanic")
+    w.update_settings(**FAST)
+    with pytest.raises(ConfigError):
+        w.compare_jobs([], [1.0], 1)
+    with pytest.raises(ConfigError):
+        w.compare_jobs(["nope"], [1.0], 1)
+    with pytest.raises(ConfigError):
+        w.compare_jobs(["jam-pgm"], [1.0], 0)
+    jobs, skipped = w.compare_jobs(["jam-pgm", "public-only"], [0.5, 4.0], 1)
+    assert len(jobs) == 4 and skipped == 0
+    sweep = w.start_compare(["jam-pgm", "public-only"], [0.5, 4.0], 1)
+    with pytest.raises(ConfigError):                 # one background job at a time
+        w.start_run()
+    assert sweep.wait(240) and sweep.status == "finished", sweep.failure
+    results, marginals = w.compare_results()
+    assert len(results) == 4 and set(results["status"]) == {"finished"}
+    assert len(marginals) == 4 * 20
+    assert w.compare_paths()[0].exists() and w.compare_paths()[0].parent == tmp_path / "compare"
+    assert w.session_rho_spent() == pytest.approx(results["rho_spent"].sum())
+    # the public-only baseline is the public rows rescaled: its error is the proxy error
+    pub = results[results["mechanism"] == "public-only"]["workload_error"].astype(float)
+    assert np.allclose(pub, w.public_reference_error(), atol=0.02)
+    # resume: saved jobs are skipped
+    jobs, skipped = w.compare_jobs(["jam-pgm", "public-only"], [0.5, 4.0, 8.0], 1)
+    assert skipped == 4 and [j["epsilon"] for j in jobs] == [8.0, 8.0]
+    # figures
+    summary = charts.compare_summary(results)
+    assert len(summary) == 4 and (summary["runs"] == 1).all()
+    fig = charts.compare_figure(results, w.public_reference_error())
+    assert fig.layout.xaxis.type == "log" and len(fig.data) == 2
+    assert len(charts.per_marginal_figure(marginals, 4.0).data) == 2
+
+
+def test_compare_failures_are_rows_not_crashes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    w = Workbench()
+    w.load_sample("titanic-full")                    # no public rows: jam-pgm fails cleanly
+    w.update_settings(**FAST)
+    sweep = w.start_compare(["jam-pgm"], [1.0], 1)
+    assert sweep.wait(60) and sweep.status == "finished"
+    results, _ = w.compare_results()
+    assert list(results["status"]) == ["failed"]
+    assert "JAM-PGM needs public rows" in results["error"][0]
+
+
+def test_charts_build_from_events(finished):
+    from synth_core import charts
+    _, run = finished
+    assert len(charts.rounds_figure(run.events, 3).data) >= 1
+    budget = charts.budget_figure(run.events)
+    assert [t.name for t in budget.data] == ["selection", "measurement", "total budget"]
+    assert len(charts.sigma_size_figure(run.events).data) == 2
+    pool = candidates_frame(run.events[-1])
+    fig = charts.candidates_figure(pool)
+    assert "CURATOR-ONLY" in fig.layout.title.text
+    colors = set(fig.data[0].marker.color)
+    assert colors <= {charts.PUBLIC_COLOR, charts.PRIVATE_COLOR}
+
+
+def test_reproduce_command_names_the_schema_when_the_cli_would_differ():
+    w = Workbench()
+    df = pd.read_csv(io.BytesIO(flagged_csv())).drop(columns=["age"])
+    w.load_upload("people.csv", df.to_csv(index=False).encode())
+    cmd = w.reproduce_command()
+    assert "--data people.csv" in cmd and "--schema" not in cmd   # the CLI infers the same
+    w.set_public_flag("is_public")                                # domain still private-read
+    cmd = w.reproduce_command()
+    assert "--public-flag is_public" in cmd and "--schema schema.json" in cmd
+    assert "record it as declared" in cmd
+    w.infer_schema_from_public()
+    assert w.schema.source == "public" and w.schema.names == ("sex", "edu")
+    assert "--schema" not in w.reproduce_command()
+    w.set_public_filter("sex", ["F"])
+    cmd = w.reproduce_command()
+    assert "add a column is_public_row to the table: true where sex is one of F" in cmd
+    assert "--public-flag is_public_row" in cmd
+    assert w.schema.source == "private"             # is_public's domain came back from the data
+
+
+def test_synth_core_never_imports_streamlit():
+    import subprocess
+    import sys
+    code = ("import sys, synth_core, synth_core.workbench, synth_core.runner, synth_core.charts; "
+            "print('streamlit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_upload_leaves_out_columns_without_a_domain_and_drop_column():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"name": [f"person {i}" for i in range(300)],
+                       "sex": rng.choice(["F", "M"], 300), "empty": [None] * 300,
+                       "edu": rng.choice(["a", "b"], 300)})
+    w = Workbench()
+    w.load_upload("names.csv", df.to_csv(index=False).encode())
+    assert w.schema.names == ("sex", "edu")
+    assert [c for c, _ in w.left_out] == ["name", "empty"]
+    assert "distinct values" in w.left_out[0][1]
+    w.drop_column("edu")
+    assert w.schema.names == ("sex",)
+    with pytest.raises(SchemaError):
+        w.drop_column("sex")
+    assert w.schema.names == ("sex",)
+    with pytest.raises(DataError):                  # nothing usable at all
+        Workbench().load_upload("e.csv", b"a\n")
+
+
+def test_parquet_upload_and_public_table():
+    df = pd.read_csv(io.BytesIO(flagged_csv()))
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    w = Workbench()
+    w.load_upload("people.parquet", buf.getvalue())
+    assert w.data_name == "people.parquet" and len(w.data) == 400
+    assert w.schema.names == ("sex", "age", "edu", "is_public")
+    pub = io.BytesIO()
+    df.head(50).to_parquet(pub, index=False)
+    w.set_public_table("pub.parquet", pub.getvalue())
+    assert w.public_mode == "table" and len(w.public_table) == 50

@@ -1,0 +1,225 @@
+"""Browser test of the workbench's main path in headless Chromium.
+
+Starts ``streamlit run app.py`` on a free local port and drives Debian's
+``chromium`` with Playwright (never Playwright's own browser download): load
+the Titanic sample, see its public rows, choose small settings, run JAM-PGM,
+watch the rounds appear with public/private labels, then download the
+synthetic data and the report from the Release page and check their content.
+
+Screenshots of every page go to ``$WORKBENCH_ARTIFACTS`` (default
+``/tmp/workbench-artifacts``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import all_keys
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = Path(os.environ.get("WORKBENCH_ARTIFACTS", "/tmp/workbench-artifacts"))
+CURATOR_KEYS = {"curator", "scores", "workload_error", "per_marginal_error", "true_error",
+                "public_error", "exact_answer"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    env = dict(os.environ, SYNTH_WORKBENCH_OUT=str(tmp_path_factory.mktemp("workbench-out")))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = open(ARTIFACTS / "streamlit.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                log.flush()
+                raise RuntimeError("streamlit did not start: "
+                                   + (ARTIFACTS / "streamlit.log").read_text()[-2000:])
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("Debian's chromium is not installed (apt-get install -y chromium); the "
+                    "README's test command and .ci/run install it before the tests.")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, headless=True,
+                              args=["--no-sandbox", "--disable-gpu",
+                                    "--disable-background-networking"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _shot(page, name: str) -> None:
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(1200)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def _goto(page, title: str) -> None:
+    """Navigate with the sidebar (keeps the session, unlike a new URL)."""
+    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
+    page.get_by_role("heading", name=title, exact=True).wait_for(timeout=30_000)
+
+
+def test_main_path(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
+    page.set_default_timeout(30_000)
+    page.goto(server)
+    page.get_by_text("Start from a bundled sample").wait_for(timeout=60_000)
+    _shot(page, "01_start")
+
+    # one click loads the Titanic sample (private + public table + declared schema)
+    page.get_by_role("button", name="Load titanic", exact=True).click()
+    page.get_by_text("Loaded sample 'titanic'").wait_for()
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("titanic:private").wait_for()
+
+    _goto(page, "Data")
+    page.get_by_text("Domain source: declared").wait_for()
+    page.get_by_text("Has a missing-value code").wait_for()
+    page.get_by_role("button", name="Download schema.json").wait_for()
+    _shot(page, "02_data")
+
+    # public rows: the sample's public table is marked public; the curator panel shows
+    _goto(page, "Public information")
+    page.get_by_text("public table 'public.csv' (301 rows)").first.wait_for()
+    page.get_by_text("CURATOR-ONLY, not releasable").first.wait_for()
+    _shot(page, "03_public")
+
+    # small settings so the run takes seconds
+    _goto(page, "Workload and budget")
+    page.get_by_text("Paper default rounds").click()
+    for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),
+                         ("Final fit iterations", "50")):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Tab")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_text("Settings saved.").wait_for()
+    sidebar.get_by_text("jam-pgm").wait_for()
+    _shot(page, "04_workload")
+
+    _goto(page, "Run")
+    page.get_by_role("button", name="Start run").click()
+    # rounds appear live: progress text, then the finished run
+    page.get_by_text(re.compile(r"round [0-3] / 3")).first.wait_for(timeout=60_000)
+    _shot(page, "05_run_live")
+    page.get_by_text("Finished in").wait_for(timeout=120_000)
+    page.get_by_text("round 3 / 3").first.wait_for()
+    table = page.get_by_test_id("stDataFrame").first
+    table.wait_for()
+    page.get_by_text("CURATOR-ONLY, not releasable").first.wait_for()
+    # the chosen-marginal chart labels every round public or private
+    legend = page.locator(".legendtext").filter(has_text=re.compile(r"^(public|private)$"))
+    assert legend.count() >= 1
+    _shot(page, "06_run_finished")
+
+    _goto(page, "Release")
+    button = page.get_by_role("button", name="Synthetic data (CSV)")
+    button.wait_for()
+    page.get_by_text("This release satisfies").wait_for()
+    _shot(page, "07_release")
+
+    with page.expect_download() as dl:
+        button.click()
+    csv_path = dl.value.path()
+    synthetic = pd.read_csv(csv_path)
+    assert list(synthetic.columns) == ["pclass", "survived", "sex", "age", "sibsp", "parch"]
+    assert len(synthetic) == 1008
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Report (JSON)").click()
+    report = json.loads(Path(dl.value.path()).read_text())
+    assert report["config"]["mechanism"] == "jam-pgm"
+    assert report["config"]["rounds"] == 3
+    assert {e["source"] for e in report["rounds"]} <= {"public", "private"}
+    assert len(report["rounds"]) == 3
+    assert not CURATOR_KEYS & set(all_keys(report))
+
+    # compare two mechanisms over the default epsilon grid, one seed each
+    _goto(page, "Compare")
+    seeds = page.get_by_label("Seeds per setting", exact=True)
+    seeds.fill("1")
+    seeds.press("Tab")
+    page.get_by_role("button", name="Start comparison").click()
+    page.get_by_text("Comparison finished: 6 runs.").wait_for(timeout=180_000)
+    page.get_by_role("button", name="CURATOR-ONLY results (Parquet)").wait_for()
+    _shot(page, "08_compare")
+
+    # mark public rows with a filter on the loaded table
+    _goto(page, "Public information")
+    page.get_by_text("A filter on the loaded table").click()
+    values = page.get_by_test_id("stMultiSelect").filter(
+        has_text="Rows with one of these values are public")
+    values.wait_for()
+    values.click()
+    page.get_by_role("option", name="1st", exact=True).click()
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Use this filter").click()
+    page.get_by_text("Rows where pclass is one of 1st are public.").wait_for()
+    sidebar.get_by_text("rows where pclass in {1st}").wait_for()
+    _shot(page, "09_public_filter")
+    page.close()
+
+
+def test_stop_button_works_while_running(server, browser):
+    """A long run (paper defaults: 30 rounds) stays stoppable from the page."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.set_default_timeout(30_000)
+    page.goto(server)
+    page.get_by_role("button", name="Load titanic", exact=True).click()
+    page.get_by_text("Loaded sample 'titanic'").wait_for()
+    _goto(page, "Run")
+    page.get_by_role("button", name="Start run").click()
+    page.get_by_text(re.compile(r"round [1-9] / 30")).first.wait_for(timeout=60_000)
+    # the page keeps polling: the sidebar and the nav stay usable, and Stop works
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_text(re.compile(r"Stopped after round \d+")).wait_for(timeout=60_000)
+    _shot(page, "10_run_stopped")
+    page.get_by_role("button", name="Start run").wait_for()
+    assert page.get_by_role("button", name="Start run").is_enabled()
+    page.close()
