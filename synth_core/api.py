@@ -24,7 +24,7 @@ from .engine import Engine, Measurement, PreparedData, RoundEvent
 from .errors import ConfigError, DataError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
 from .marginals import CodedTable
-from .mechanisms import MECHANISMS, make_mechanism
+from .mechanisms import MECHANISMS, accepts_option, make_mechanism
 from .mechanisms.query_release import DirectLoop
 from .model import FittedModel
 from .privacy import Ledger, Neighbours, rho_from_epsilon_delta
@@ -124,6 +124,24 @@ def _as_frame(table, role: str) -> tuple[pd.DataFrame, str]:
                     f"not {type(table).__name__}.")
 
 
+def _split_columns(value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(c.strip() for c in value.split(",") if c.strip())
+    return tuple(value)
+
+
+def _public_columns(run_value, option_value) -> tuple[str, ...]:
+    """The run's public columns, given to ``run`` and/or as a mechanism option."""
+    from_run, from_option = _split_columns(run_value), _split_columns(option_value)
+    if from_run and from_option and set(from_run) != set(from_option):
+        raise ConfigError("Public columns were given twice and differ: "
+                          f"{', '.join(from_run)} (run) and {', '.join(from_option)} (option).",
+                          hint="Give them once.")
+    return from_run or from_option
+
+
 def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
                    public_columns: Sequence[str] = (), data_name: str | None = None,
                    public_name: str | None = None) -> Inputs:
@@ -213,17 +231,23 @@ class RunResult:
             write_json(report, self.report)
 
 
+def _private_columns(inputs: Inputs) -> list[str]:
+    """The columns the guarantee protects (all but the public columns)."""
+    return [c for c in inputs.schema.names if c not in inputs.public.columns]
+
+
 class Synthesizer:
     """Configure a mechanism, run it on data, get the synthetic data and report.
 
     Args:
         mechanism: one of ``synth_core.MECHANISMS`` (``aim``, ``jam-pgm``,
-            ``mwem-pgm``, ``pmw-pub``, ``gem``, ``gem-pub``, ``public-only``).
+            ``vjam-pgm``, ``mwem-pgm``, ``pmw-pub``, ``gem``, ``gem-pub``,
+            ``public-only``).
         epsilon, delta: the (epsilon, delta)-DP target, converted to rho-zCDP.
         workload: ``all-3way``, ``target:COL:K``, an explicit spec (see
             :func:`~synth_core.workload.parse_workload`) or a Workload.
         neighbours: ``bounded`` (replace one record) or ``unbounded``.
-        rounds: rounds T (JAM-PGM: default 30; MWEM+PGM: d; PMW-Pub: 500;
+        rounds: rounds T (JAM-PGM, vJAM-PGM: default 30; MWEM+PGM: d; PMW-Pub: 500;
             GEM, GEM-Pub: 50) or AIM's budget scale (default 16 d).
         seed: makes the run reproducible (research mode); ``None`` draws a
             fresh seed from the operating system.
@@ -257,11 +281,25 @@ class Synthesizer:
             public_name: str | None = None) -> Iterator[RoundEvent]:
         """Run the mechanism, yielding a :class:`RoundEvent` per round.
 
+        ``public_columns`` (a list, or a comma-separated string) marks columns
+        of ``data`` as known for every record: the guarantee then protects the
+        other columns only. Mechanisms that take a ``public_columns`` option
+        receive them (``vjam-pgm`` uses them; AIM, MWEM+PGM, PMW-Pub and GEM
+        refuse them for now); any other mechanism raises ``ConfigError``.
+
         When the generator is exhausted, ``self.result`` holds the
         :class:`RunResult`.
         """
         started = time.perf_counter()
         cfg = self.config
+        options = dict(cfg.options)
+        public_columns = _public_columns(public_columns, options.pop("public_columns", None))
+        if public_columns:
+            if not accepts_option(cfg.mechanism, "public_columns"):
+                raise ConfigError(f"{cfg.mechanism} does not use public columns.",
+                                  hint="Choose vjam-pgm, or run without public columns.")
+            # the mechanism decides (vjam-pgm uses them; the others refuse them)
+            options["public_columns"] = public_columns
         inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
                                 public_columns=public_columns, data_name=data_name,
                                 public_name=public_name)
@@ -270,7 +308,6 @@ class Synthesizer:
         rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)
         research = cfg.seed is not None
         seed = cfg.seed if research else secrets.randbits(63)
-        options = dict(cfg.options)
         if cfg.mechanism != "public-only":
             options.setdefault("max_model_size", cfg.max_model_size)
             if cfg.rounds is not None:
@@ -306,6 +343,7 @@ class Synthesizer:
         statement = privacy_statement(
             rho=rho, epsilon=cfg.epsilon, delta=cfg.delta, neighbours=cfg.neighbours,
             public_rows=inputs.public_label, public_columns=inputs.public.columns,
+            private_columns=_private_columns(inputs),
             domain_source=inputs.schema.source, research_mode=research, spent=engine.ledger.spent)
         privacy = {
             "accounting": "rho-zCDP, fully adaptive composition",
@@ -325,6 +363,7 @@ class Synthesizer:
             config=config, privacy=privacy, domain_source=inputs.schema.source,
             schema=inputs.schema.to_json(),
             public={"rows": inputs.public_label, "columns": list(inputs.public.columns),
+                    "private_columns": _private_columns(inputs),
                     "n_public": inputs.data.public.n
                     if inputs.public_label and inputs.data.public is not None else None},
             workload=workload.to_json(),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from .errors import SynthError
 
@@ -14,6 +13,8 @@ EPILOG = """examples:
             --epsilon 1 --delta 1e-9 --workload all-3way --rounds 30 --seed 0 \\
             --out synth.parquet --report report.json
   synth run --data table.csv --public-flag is_public --mechanism aim --epsilon 3 --out synth.csv
+  synth run --sample titanic --no-public --public-columns pclass,sex --mechanism vjam-pgm \\
+            --epsilon 1 --seed 0
 """
 
 
@@ -38,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--public", metavar="PATH", help="public rows: a table over the same columns")
     src.add_argument("--public-flag", metavar="COLUMN",
                      help="public rows: rows of --data whose COLUMN is true/yes/1")
+    src.add_argument("--public-columns", metavar="COL,COL,...",
+                     help="public columns (vertical split): comma-separated columns of --data "
+                          "known for every record; the guarantee then protects the other "
+                          "columns only (used by vjam-pgm; other mechanisms refuse them)")
     src.add_argument("--no-public", action="store_true",
                      help="ignore the sample's public table")
     src.add_argument("--schema", metavar="PATH",
@@ -56,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="all-1way | all-2way | all-3way | target:COL[+COL]:K | explicit "
                            "'a,b;a,c*2' (';' between marginals, '*w' a weight) (default: all-3way)")
     mech.add_argument("--rounds", type=int, default=None,
-                      help="JAM-PGM: number of rounds T (default 30); AIM: budget scale T "
+                      help="JAM-PGM, vJAM-PGM: number of rounds T (default 30); AIM: budget scale T "
                            "(default 16 x number of columns); MWEM+PGM: rounds (default: number "
                            "of columns); PMW-Pub: rounds (default 500); GEM, GEM-Pub: rounds "
                            "(default 50)")
@@ -110,6 +115,17 @@ def _parse_options(items) -> dict:
     return out
 
 
+def _parse_columns(value: str | None) -> tuple[str, ...]:
+    """``--public-columns a,b,c`` to a tuple of column names."""
+    if value is None:
+        return ()
+    cols = tuple(c.strip() for c in value.split(","))
+    if not any(cols) or not all(cols):
+        raise SynthError(f"Cannot read --public-columns {value!r}.",
+                         hint="Give column names separated by commas, e.g. --public-columns age,sex.")
+    return cols
+
+
 def _run(args) -> int:
     from .api import Synthesizer, load_sample
     from .report import write_json
@@ -138,8 +154,10 @@ def _run(args) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
         f"({args.neighbours} DP), workload {args.workload}")
+    public_columns = _parse_columns(args.public_columns)
     for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
-                           data_name=data_name, public_name=public_name):
+                           public_columns=public_columns, data_name=data_name,
+                           public_name=public_name):
         say(event.describe())
     result = synth.result
     result.write(args.out, args.report)

@@ -245,6 +245,13 @@ class AdaptiveMechanism(ABC):
         raise NotImplementedError(f"{self.name} has no public measurements")
 
 
+def model_errors(state: "RunState", candidates: Sequence[Candidate]) -> dict[Clique, float]:
+    """CURATOR-ONLY: ``||M_r(D) - M_r(p)||_1`` of each candidate clique (exact, from private data)."""
+    private = state.data.private
+    answers = state.model.counts_many([c.clique for c in candidates])
+    return {cl: float(np.abs(private.marginal(cl) - ans).sum()) for cl, ans in answers.items()}
+
+
 def expected_noise_l1(noise_std: float, cells: int) -> float:
     """Expected L1 norm of Gaussian noise with std ``noise_std`` on ``cells`` cells."""
     return float(np.sqrt(2.0 / np.pi) * noise_std * cells)

@@ -38,11 +38,17 @@ DOMAIN_NOTES = {
 
 
 def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: str,
-                      public_rows: str | None, public_columns=(), domain_source: str,
-                      research_mode: bool, spent: float) -> str:
-    unit = ("replacing one record (bounded DP; the number of records is public)"
-            if neighbours == "bounded" else
-            "adding or removing one record (unbounded DP)")
+                      public_rows: str | None, public_columns=(), private_columns=(),
+                      domain_source: str, research_mode: bool, spent: float) -> str:
+    if public_columns:
+        unit = ("replacing the private-column values of one record (bounded DP; the number "
+                "of records and every record's public-column values are public)"
+                if neighbours == "bounded" else
+                "adding or removing one record (unbounded DP)")
+    else:
+        unit = ("replacing one record (bounded DP; the number of records is public)"
+                if neighbours == "bounded" else
+                "adding or removing one record (unbounded DP)")
     eps_spent = cdp_epsilon(spent, delta) if spent > 0 else 0.0
     lines = [
         f"This release satisfies {rho:.6g}-zCDP, which implies ({epsilon:g}, {delta:g})-differential "
@@ -55,8 +61,11 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
         lines.append(f"The public rows ({public_rows}) were used without protection: "
                      "the guarantee covers the private table only.")
     if public_columns:
+        protected = (" (" + ", ".join(private_columns) + ")") if private_columns else ""
         lines.append("Public columns (" + ", ".join(public_columns) + ") were treated as known "
-                     "for every record; the guarantee protects the remaining columns.")
+                     "for every record and used without protection (their marginals are "
+                     "measured exactly); the guarantee protects the private columns"
+                     + protected + " only.")
     lines.append(DOMAIN_NOTES[domain_source])
     if research_mode:
         lines.append("Research mode: noise is continuous Gaussian from a seeded generator, for "

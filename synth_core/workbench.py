@@ -987,8 +987,7 @@ class Workbench(_CompareMixin):
                 notes.append(f"# add a column {flag} to the table: true where {col} is one of "
                              f"{', '.join(map(str, vals))}")
         if self.public_columns:
-            notes.append("# public columns (" + ", ".join(self.public_columns) + ") are not a CLI "
-                         "option yet")
+            args += ["--public-columns", ",".join(self.public_columns)]
         declared_sample = (self.sample_name and not self.schema_edited
                            and self.schema is self.sample_schema)
         # without --schema the CLI reads the domain off the public rows, else the private table

@@ -9,16 +9,25 @@ from .jam_pgm import JAMPGM
 from .mwem_pgm import MWEMPGM
 from .pmw_pub import PMWPub
 from .public_only import PublicOnly
+from .vjam_pgm import VJAMPGM
 
 MECHANISMS = {
     AIM.name: AIM,
     JAMPGM.name: JAMPGM,
+    VJAMPGM.name: VJAMPGM,
     MWEMPGM.name: MWEMPGM,
     PMWPub.name: PMWPub,
     GEM.name: GEM,
     GEMPub.name: GEMPub,
     PublicOnly.name: PublicOnly,
 }
+
+
+def accepts_option(name: str, option: str) -> bool:
+    """Whether the mechanism's constructor takes ``option`` (e.g. ``public_columns``)."""
+    import inspect
+
+    return option in inspect.signature(MECHANISMS[name].__init__).parameters
 
 
 def make_mechanism(name: str, **options):
@@ -35,4 +44,5 @@ def make_mechanism(name: str, **options):
                           hint="See docs/mechanisms.md for each mechanism's options.") from None
 
 
-__all__ = ["AIM", "JAMPGM", "MWEMPGM", "PMWPub", "GEM", "GEMPub", "PublicOnly", "MECHANISMS", "make_mechanism"]
+__all__ = ["AIM", "JAMPGM", "VJAMPGM", "MWEMPGM", "PMWPub", "GEM", "GEMPub", "PublicOnly", "MECHANISMS",
+           "accepts_option", "make_mechanism"]

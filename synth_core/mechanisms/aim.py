@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import privacy
 from ..engine import (PRIVATE, AdaptiveMechanism, Candidate, RoundPlan, RunState,
-                      expected_noise_l1, size_filter)
+                      expected_noise_l1, model_errors, size_filter)
 from ..errors import ConfigError
 
 #: AIM's split of each round's budget: 90% measurement, 10% selection.
@@ -42,7 +42,7 @@ class AIM(AdaptiveMechanism):
             raise ConfigError("AIM's round budget scale T must be at least 1.")
         if public_columns:
             raise ConfigError("AIM does not use public columns yet.",
-                              hint="Public columns arrive with vJAM-PGM and conditional AIM.")
+                              hint="Use vjam-pgm for public columns (conditional AIM is not implemented yet).")
         self.max_model_size = float(max_model_size)
         self.T = rounds
         self.sigma = math.nan   # in units of the L2 sensitivity
@@ -104,10 +104,10 @@ class AIM(AdaptiveMechanism):
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
         out = np.empty(len(candidates))
         private = state.data.private
-        answers = state.model.counts_many([c.clique for c in candidates])
+        current = model_errors(state, candidates)
         for i, cand in enumerate(candidates):
             cl = cand.clique
-            err = np.abs(private.marginal(cl) - answers[cl]).sum()
+            err = current[cl]
             out[i] = self.weights[cl] * (err - expected_noise_l1(plan.noise_std, private.cells(cl)))
         return out
 

@@ -18,13 +18,12 @@ model starts uniform and fits all measurements with equal weight.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from .. import privacy
 from ..engine import (PRIVATE, PUBLIC, AdaptiveMechanism, Candidate, RoundPlan, RunState,
-                      expected_noise_l1, size_filter)
+                      expected_noise_l1, model_errors, size_filter)
 from ..errors import ConfigError
 
 #: JAM-PGM's share of each round's budget spent on measurement.
@@ -35,23 +34,46 @@ JAM_SCORE_SENSITIVITY = 4.0
 JAM_DEFAULT_ROUNDS = 30
 
 
+def jam_schedule(name: str, rounds, alpha: float, max_model_size: float) -> tuple[int, float, float]:
+    """Checked ``(T, alpha, max_model_size)`` of JAM-PGM's budget schedule (``None`` rounds: 30)."""
+    if rounds is None:
+        rounds = JAM_DEFAULT_ROUNDS
+    if rounds < 1:
+        raise ConfigError(f"{name} needs at least one round.")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha (the measurement share) must lie in (0, 1), got {alpha}.")
+    if not max_model_size > 0:
+        raise ConfigError("max_model_size must be positive (MB).")
+    return int(rounds), float(alpha), float(max_model_size)
+
+
+def jam_round_budget(state: RunState, T: int, alpha: float, max_model_size: float):
+    """JAM-PGM's schedule for the next round, or ``None`` when the rounds or budget are used up.
+
+    Returns ``(t, rho_select, rho_measure, noise_std, size_limit_mb)`` with ``t``
+    the rounds completed so far, ``rho_t = (rho - rho_used) / (T - t)`` split
+    ``(1 - alpha) : alpha`` and the adaptive limit ``max_size (rho_used + rho_t) / rho``.
+    """
+    t = state.round
+    ledger = state.ledger
+    if t >= T or ledger.remaining <= 0:
+        return None
+    rho_t = (ledger.total - ledger.spent) / (T - t)
+    rho_select = (1 - alpha) * rho_t
+    rho_measure = alpha * rho_t
+    std = privacy.gaussian_std(rho_measure, state.neighbours.marginal_l2_sensitivity)
+    limit = max_model_size * (ledger.spent + rho_t) / ledger.total
+    return t, rho_select, rho_measure, std, limit
+
+
 class JAMPGM(AdaptiveMechanism):
     name = "jam-pgm"
     uses_public_rows = True
 
     def __init__(self, rounds: int = JAM_DEFAULT_ROUNDS, alpha: float = JAM_MEASURE_SHARE,
                  max_model_size: float = 80.0):
-        if rounds is None:
-            rounds = JAM_DEFAULT_ROUNDS
-        if rounds < 1:
-            raise ConfigError("JAM-PGM needs at least one round.")
-        if not 0 < alpha < 1:
-            raise ConfigError(f"alpha (the measurement share) must lie in (0, 1), got {alpha}.")
-        if not max_model_size > 0:
-            raise ConfigError("max_model_size must be positive (MB).")
-        self.T = int(rounds)
-        self.alpha = float(alpha)
-        self.max_model_size = float(max_model_size)
+        self.T, self.alpha, self.max_model_size = jam_schedule(
+            "JAM-PGM", rounds, alpha, max_model_size)
         self._public_answers: dict = {}
         self._public_errors: dict = {}
 
@@ -82,15 +104,10 @@ class JAMPGM(AdaptiveMechanism):
         return self._public_errors[clique]
 
     def plan(self, state: RunState) -> RoundPlan | None:
-        t = state.round  # rounds completed so far
-        ledger = state.ledger
-        if t >= self.T or ledger.remaining <= 0:
+        budget = jam_round_budget(state, self.T, self.alpha, self.max_model_size)
+        if budget is None:
             return None
-        rho_t = (ledger.total - ledger.spent) / (self.T - t)
-        rho_select = (1 - self.alpha) * rho_t
-        rho_measure = self.alpha * rho_t
-        std = privacy.gaussian_std(rho_measure, state.neighbours.marginal_l2_sensitivity)
-        limit = self.max_model_size * (ledger.spent + rho_t) / ledger.total
+        t, rho_select, rho_measure, std, limit = budget
         return RoundPlan(epsilon=privacy.exponential_eps(rho_select),
                          sensitivity=JAM_SCORE_SENSITIVITY, noise_std=std,
                          rho_measure=rho_measure, fit_stddev=1.0,
@@ -103,13 +120,10 @@ class JAMPGM(AdaptiveMechanism):
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
         private = state.data.private
-        answers = state.model.counts_many([c.clique for c in candidates])
-        current: dict = {}
+        current = model_errors(state, candidates)
         out = np.empty(len(candidates))
         for i, cand in enumerate(candidates):
             cl = cand.clique
-            if cl not in current:
-                current[cl] = float(np.abs(private.marginal(cl) - answers[cl]).sum())
             if cand.source == PRIVATE:
                 out[i] = current[cl] - expected_noise_l1(plan.noise_std, private.cells(cl))
             else:

@@ -31,7 +31,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import privacy
-from ..engine import PRIVATE, AdaptiveMechanism, Candidate, RoundPlan, RunState, size_filter
+from ..engine import (PRIVATE, AdaptiveMechanism, Candidate, RoundPlan, RunState, model_errors,
+                      size_filter)
 from ..errors import ConfigError
 
 #: MWEM+PGM's split of each round's budget between selection and measurement.
@@ -49,7 +50,7 @@ class MWEMPGM(AdaptiveMechanism):
             raise ConfigError("max_model_size must be positive (MB).")
         if public_columns:
             raise ConfigError("MWEM+PGM does not use public columns.",
-                              hint="Public columns arrive with vJAM-PGM and conditional AIM.")
+                              hint="Use vjam-pgm for public columns (conditional AIM is not implemented yet).")
         self.T = rounds
         self.max_model_size = float(max_model_size)
 
@@ -86,9 +87,5 @@ class MWEMPGM(AdaptiveMechanism):
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
         private = state.data.private
-        answers = state.model.counts_many([c.clique for c in candidates])
-        out = np.empty(len(candidates))
-        for i, cand in enumerate(candidates):
-            cl = cand.clique
-            out[i] = np.abs(private.marginal(cl) - answers[cl]).sum() - private.cells(cl)
-        return out
+        current = model_errors(state, candidates)
+        return np.array([current[c.clique] - private.cells(c.clique) for c in candidates])

@@ -153,7 +153,7 @@ def check_no_public_columns(name: str, public_columns: Sequence[str], variant: s
     if public_columns:
         raise ConfigError(f"{name} does not use public columns; its public-columns variant "
                           f"{variant} is not implemented yet.",
-                          hint="Run it with public rows only, or use vJAM-PGM when it lands.")
+                          hint="Run it with public rows only, or use vjam-pgm for public columns.")
 
 
 class DirectLoop:
