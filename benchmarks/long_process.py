@@ -22,8 +22,14 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=10, help="JAM-PGM rounds per run")
+    ap.add_argument("--implicit-from-mb", type=float, default=None,
+                    help="use the implicit oracle from this model size on (0: in every fit, "
+                         "to exercise its larger compiled programs on small data)")
     args = ap.parse_args()
     require_shared()
+    if args.implicit_from_mb is not None:
+        import synth_core.model
+        synth_core.model.IMPLICIT_FROM_MB = args.implicit_from_mb
 
     from synth_core import Synthesizer
     from synth_core.model import memory_maps
@@ -32,7 +38,8 @@ def main():
     priv, pub, domain = dataset(args.data)
     schema = load_schema(domain)
     start_maps, start_rss = memory_maps(), rss_mb()
-    emit(bench="long_process", stage="start", memory_maps=start_maps, rss_mb=start_rss)
+    emit(bench="long_process", stage="start", memory_maps=start_maps, rss_mb=start_rss,
+         implicit_from_mb=args.implicit_from_mb)
     compiles = 0
     t0 = time.perf_counter()
     for i in range(args.runs):

@@ -26,10 +26,12 @@ import numpy as np
 Clique = tuple[str, ...]
 
 #: Largest intermediate table (cells) numpy's contraction-path search may
-#: create. Its default (the largest input) forbids the small pairwise steps
-#: that make a three-message contraction cheap: measured on an Adult model,
-#: 0.78 s with the default against 0.02 s with this bound for one query.
-EINSUM_MAX_INTERMEDIATE = 2 ** 24
+#: create (2^27 cells = 1 GiB). When no pairwise step fits under the bound,
+#: numpy contracts everything left in one naive loop over the joint index
+#: space: with its default bound (the largest input), and still with 2^24,
+#: some Adult queries took minutes that way (all 575 candidates of one
+#: 26-round JAM-PGM model: over 10 minutes with 2^24, 8 s with 2^26 or more).
+EINSUM_MAX_INTERMEDIATE = 2 ** 27
 #: Threads that answer a round's candidate queries (the machines here have 2 cores).
 SCORING_THREADS = 2
 #: Contractions whose joint index space is at most this many cells run as one
