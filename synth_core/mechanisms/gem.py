@@ -57,8 +57,8 @@ import pandas as pd
 from .. import privacy
 from ..engine import PRIVATE, PUBLIC, RunState
 from ..errors import ConfigError
-from .query_release import (CountingQueries, DirectLoop, QueryMeasurement, SelfRunningMechanism,
-                            check_no_public_columns, closing_charge)
+from .query_release import (CountingQueries, DirectLoop, SelfRunningMechanism,
+                            check_no_public_columns, measure_counting_query)
 
 #: GEM's share of each round's eps0 for selection (the seed papers' setting).
 GEM_ALPHA = 0.67
@@ -392,13 +392,8 @@ class GEM(SelfRunningMechanism):
                 q = privacy.exponential_mechanism(np.where(measured, -np.inf, scores),
                                                   eps_select, sens, rng)
                 measured[q] = True
-                i, cell = queries.locate(q)
-                rho_measure = closing_charge(ledger, privacy.gaussian_rho(sigma, sens), t == self.T)
-                ledger.charge(rho_measure, round=t, step="measure", mechanism="gaussian",
-                              detail=f"{'×'.join(queries.cliques[i])}[{queries.describe(q)}]")
-                a = float(np.clip(true[q] + privacy.gaussian_noise(rng, sigma, 1)[0], 0.0, 1.0))
-                state.measurements.append(QueryMeasurement(
-                    t, queries.cliques[i], PRIVATE, n * sigma, np.array([n * a]), 1.0, cell))
+                i, a, rho_measure = measure_counting_query(state, queries, q, true, sigma, sens,
+                                                           rng, t, last=t == self.T)
                 trainer.add(q, a)
                 steps, loss = trainer.optimise()
                 if t > self.T - save_num:

@@ -42,8 +42,8 @@ import pandas as pd
 from .. import privacy
 from ..engine import PRIVATE, PUBLIC, RunState
 from ..errors import ConfigError
-from .query_release import (CountingQueries, DirectLoop, QueryMeasurement, SelfRunningMechanism,
-                            check_no_public_columns, closing_charge)
+from .query_release import (CountingQueries, DirectLoop, SelfRunningMechanism,
+                            check_no_public_columns, measure_counting_query)
 
 #: The number of rounds of the authors' PMW-Pub reproduction script.
 PMW_PUB_DEFAULT_ROUNDS = 500
@@ -114,13 +114,8 @@ class PMWPub(SelfRunningMechanism):
             ledger.charge(rho_select, round=t, step="select", mechanism="permute-and-flip",
                           detail=f"{queries.total} counting queries")
             q = privacy.report_noisy_max_exponential(scores, eps0, sens, rng)
-            i, cell = queries.locate(q)
-            rho_measure = closing_charge(ledger, privacy.gaussian_rho(sigma, sens), t == self.T)
-            ledger.charge(rho_measure, round=t, step="measure", mechanism="gaussian",
-                          detail=f"{'×'.join(queries.cliques[i])}[{queries.describe(q)}]")
-            a = float(np.clip(true[q] + privacy.gaussian_noise(rng, sigma, 1)[0], 0.0, 1.0))
-            state.measurements.append(QueryMeasurement(
-                t, queries.cliques[i], PRIVATE, n * sigma, np.array([n * a]), 1.0, cell))
+            i, a, rho_measure = measure_counting_query(state, queries, q, true, sigma, sens, rng,
+                                                       t, last=t == self.T)
             hit = (cells[i] == q - queries.offsets[i]).astype(float)
             A = A * np.exp(hit * (a - synth[q]) / 2.0)
             A /= A.sum()

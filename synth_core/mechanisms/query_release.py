@@ -29,6 +29,7 @@ from ..engine import (PRIVATE, AdaptiveMechanism, Candidate, CuratorScores, Meas
 from ..errors import ConfigError
 from ..marginals import CodedTable
 from ..model import PGMEstimator
+from .. import privacy
 from ..privacy import Ledger, Neighbours
 from ..workload import Workload
 
@@ -147,6 +148,28 @@ def closing_charge(ledger: Ledger, rho: float, last: bool) -> float:
         if abs(left - rho) <= 1e-9 * ledger.total:
             return max(left, 0.0)
     return rho
+
+
+def measure_counting_query(state: RunState, queries: "CountingQueries", q: int, true: np.ndarray,
+                           sigma: float, sensitivity: float, rng: np.random.Generator,
+                           round_: int, last: bool) -> tuple[int, float, float]:
+    """Gaussian measurement of counting query ``q`` (a fraction), charged and recorded.
+
+    Charges ``gaussian_rho(sigma, sensitivity)`` (the run's last step closes
+    the ledger exactly), clips the noisy fraction to [0, 1], appends the
+    released measurement (in counts) to ``state.measurements`` and returns
+    ``(index of the query's clique, clipped fraction, rho charged)``.
+    """
+    i, cell = queries.locate(q)
+    ledger = state.ledger
+    rho = closing_charge(ledger, privacy.gaussian_rho(sigma, sensitivity), last)
+    ledger.charge(rho, round=round_, step="measure", mechanism="gaussian",
+                  detail=f"{'×'.join(queries.cliques[i])}[{queries.describe(q)}]")
+    a = float(np.clip(true[q] + privacy.gaussian_noise(rng, sigma, 1)[0], 0.0, 1.0))
+    n = state.n
+    state.measurements.append(QueryMeasurement(
+        round_, queries.cliques[i], PRIVATE, n * sigma, np.array([n * a]), 1.0, cell))
+    return i, a, rho
 
 
 def check_no_public_columns(name: str, public_columns: Sequence[str], variant: str) -> None:
