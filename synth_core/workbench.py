@@ -68,28 +68,10 @@ def describe_domain(source: str) -> str:
     return DOMAIN_NOTES[source]
 
 
-@dataclass
-class RunSettings:
-    """What the Workload and budget page sets."""
-
-    mechanism: str = "jam-pgm"
-    epsilon: float = 1.0
-    delta: float = 1e-9
-    neighbours: str = "bounded"
-    workload: str = "all-3way"
-    rounds: int | None = None          # None = the mechanism's paper default
-    max_model_size: float = 80.0
-    fit_iters: int = 100
-    final_fit_iters: int = 1000
-    fit_tol: float = 1e-4
-    seed: int | None = 0
-    options: dict = field(default_factory=dict)
-
-    def config(self) -> RunConfig:
-        return RunConfig(self.mechanism, float(self.epsilon), float(self.delta), self.neighbours,
-                         self.workload, self.rounds, self.seed, float(self.max_model_size),
-                         int(self.fit_iters), int(self.final_fit_iters), float(self.fit_tol),
-                         dict(self.options))
+#: What the Workload and budget page sets: exactly a run's configuration
+#: (frozen; the page replaces it with ``dataclasses.replace``). ``rounds=None``
+#: means the mechanism's paper default.
+RunSettings = RunConfig
 
 
 @dataclass
@@ -793,7 +775,7 @@ class Workbench(_CompareMixin):
 
     def validate_settings(self, s: RunSettings | None = None) -> None:
         s = s or self.settings
-        s.config().validate()
+        s.validate()
         if self.has_data:
             parse_workload(s.workload, self.schema.names)
         if s.seed is not None and (s.seed < 0 or s.seed >= 2 ** 63):
