@@ -5,6 +5,9 @@ values of clique ``r``, flattened in C order over the clique's columns (the
 layout of Private-PGM's ``Factor.datavector()``). One pass per clique: the
 codes of the clique's columns are combined into one mixed-radix index and
 counted with ``np.bincount``.
+
+This is the default (``memory``) counting backend; ``synth_core.backends``
+adds DuckDB and Spark behind the same interface (``MarginalCounter``).
 """
 
 from __future__ import annotations
@@ -20,14 +23,53 @@ from .errors import DataError
 Clique = tuple[str, ...]
 
 
+@dataclass
+class CountStats:
+    """What counting cost: passes over the data and bytes read.
+
+    ``passes`` counts scans of the records (a file, a table of codes or the
+    in-memory arrays); ``bytes_scanned`` the bytes those scans read (for
+    files, the stored size of the columns read); ``queries`` the queries sent
+    to an engine; ``cliques`` the marginals counted from records (marginals
+    derived from a counted superset are not counted again).
+    """
+
+    passes: int = 0
+    bytes_scanned: int = 0
+    queries: int = 0
+    cliques: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"passes": self.passes, "bytes_scanned": self.bytes_scanned,
+                "queries": self.queries, "cliques": self.cliques,
+                "seconds": round(self.seconds, 4)}
+
+
+class ColumnSizes:
+    """``columns`` with their numbers of codes ``sizes``: what every counter shares."""
+
+    columns: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def size_of(self) -> dict[str, int]:
+        return dict(zip(self.columns, self.sizes))
+
+    def cells(self, clique: Sequence[str]) -> int:
+        sizes = self.size_of
+        return int(np.prod([sizes[c] for c in clique], dtype=np.int64))
+
+
 @dataclass(frozen=True, eq=False)
-class CodedTable:
+class CodedTable(ColumnSizes):
     """A table of integer codes ``0 .. size-1`` per column."""
 
     columns: tuple[str, ...]
     sizes: tuple[int, ...]
     data: Mapping[str, np.ndarray]
     _cache: dict = field(default_factory=dict, repr=False)
+    stats: CountStats = field(default_factory=CountStats, repr=False, compare=False)
 
     @staticmethod
     def from_frame(codes: pd.DataFrame, sizes: Mapping[str, int]) -> "CodedTable":
@@ -49,14 +91,6 @@ class CodedTable:
     def n(self) -> int:
         return int(len(next(iter(self.data.values())))) if self.data else 0
 
-    @property
-    def size_of(self) -> dict[str, int]:
-        return dict(zip(self.columns, self.sizes))
-
-    def cells(self, clique: Sequence[str]) -> int:
-        sizes = self.size_of
-        return int(np.prod([sizes[c] for c in clique], dtype=np.int64))
-
     def marginal(self, clique: Sequence[str]) -> np.ndarray:
         """Counts of ``clique`` (float64, length = product of the column sizes)."""
         clique = tuple(clique)
@@ -68,6 +102,9 @@ class CodedTable:
             index *= sizes[c]
             index += self.data[c]
         counts = np.bincount(index, minlength=self.cells(clique)).astype(np.float64)
+        self.stats.passes += 1
+        self.stats.cliques += 1
+        self.stats.bytes_scanned += 8 * self.n * len(clique)
         self._cache[clique] = counts
         return counts
 

@@ -1,0 +1,270 @@
+"""Counting backends: where the marginals of the private data are counted.
+
+Counting marginals is the only step of every mechanism that reads records.
+The engine reads the private data through the small interface
+:class:`MarginalCounter` (``n``, ``size_of``, ``cells``, ``marginal``,
+``marginals``, ``stats``); three backends implement it and return identical
+counts for the same data and schema:
+
+* ``memory`` -- :class:`~synth_core.marginals.CodedTable`, numpy arrays of
+  codes in this process (the default);
+* ``duckdb`` -- :class:`~synth_core.backends.duckdb_backend.DuckDBTable`,
+  a Parquet or CSV file counted by DuckDB without loading it into pandas;
+* ``spark`` -- :class:`~synth_core.backends.spark_backend.SparkTable`, a
+  file or a Spark DataFrame counted by Apache Spark (local or a cluster).
+
+The engine backends encode raw values with SQL generated from the schema's
+own column objects (:mod:`synth_core.backends.encoding`), and count a batch
+of cliques per pass (``GROUP BY GROUPING SETS``). Marginals of subsets of a
+counted clique are derived from it without another pass.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Iterable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..errors import ConfigError, DataError
+from ..marginals import Clique, ColumnSizes, CountStats
+from ..schema import Schema, _format_examples
+
+BACKENDS = ("memory", "duckdb", "spark")
+
+__all__ = ["BACKENDS", "CountStats", "CountingBackend", "MarginalCounter", "make_backend",
+           "prefetch"]
+
+
+@runtime_checkable
+class MarginalCounter(Protocol):
+    """What the engine and the evaluation read from the private data."""
+
+    columns: tuple[str, ...]
+    stats: CountStats
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def size_of(self) -> dict[str, int]: ...
+
+    def cells(self, clique: Sequence[str]) -> int: ...
+
+    def marginal(self, clique: Sequence[str]) -> np.ndarray: ...
+
+    def marginals(self, cliques: Iterable[Sequence[str]]) -> dict[Clique, np.ndarray]: ...
+
+
+class CountingBackend(ColumnSizes, ABC):
+    """Shared logic of the engine backends: cache, derivation, batching.
+
+    Subclasses implement :meth:`_count` (exact counts of a batch of cliques,
+    each in schema column order) and :meth:`_count_rows`.
+    """
+
+    #: cliques per grouping-sets query (one pass over the codes per batch)
+    batch_size: int = 16
+
+    def __init__(self, schema: Schema, *, name: str, batch_size: int | None = None):
+        self.schema = schema
+        self.name = name
+        self.columns = tuple(schema.names)
+        self.sizes = tuple(schema.sizes[c] for c in self.columns)
+        self._position = {c: i for i, c in enumerate(self.columns)}
+        self._cache: dict[Clique, np.ndarray] = {}
+        self._n: int | None = None
+        self.stats = CountStats()
+        if batch_size is not None:
+            if int(batch_size) < 1:
+                raise ConfigError(f"batch_size must be at least 1, not {batch_size!r}.")
+            self.batch_size = int(batch_size)
+
+    # -- the interface -----------------------------------------------------------
+
+    @property
+    def n(self) -> int:
+        if self._n is None:
+            self._n = int(self._count_rows())
+        return self._n
+
+    def marginal(self, clique: Sequence[str]) -> np.ndarray:
+        """Counts of ``clique`` (float64, C order over the clique's columns)."""
+        clique = tuple(clique)
+        if clique in self._cache:
+            return self._cache[clique]
+        return self.marginals([clique])[clique]
+
+    def marginals(self, cliques: Iterable[Sequence[str]]) -> dict[Clique, np.ndarray]:
+        """Counts of every clique, counting only the maximal uncovered ones
+        (in batches of ``batch_size`` per pass) and deriving the rest."""
+        cliques = [tuple(cl) for cl in cliques]
+        for cl in cliques:
+            self._check_clique(cl)
+        todo = [cl for cl in cliques if cl not in self._cache and self._superset(cl) is None]
+        canon = list(dict.fromkeys(self._canonical(cl) for cl in todo if cl))
+        sets = [frozenset(cl) for cl in canon]
+        maximal = [cl for cl, s in zip(canon, sets) if not any(s < t for t in sets)]
+        if maximal:
+            # batches of cliques that share columns group by a smaller union
+            maximal.sort(key=lambda cl: [self._position[c] for c in cl])
+            self.n  # validates the table before any counting
+            started = time.perf_counter()
+            for i in range(0, len(maximal), self.batch_size):
+                batch = maximal[i:i + self.batch_size]
+                counted = self._count(batch)
+                for cl in batch:
+                    self._cache[cl] = np.asarray(counted[cl], dtype=np.float64)
+                self.stats.cliques += len(batch)
+            self.stats.seconds += time.perf_counter() - started
+        return {cl: self._get(cl) for cl in cliques}
+
+    def close(self) -> None:
+        """Release the engine's resources (the cache of counts stays usable)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- subclasses --------------------------------------------------------------
+
+    @abstractmethod
+    def _count_rows(self) -> int:
+        """Number of records; raises DataError if a value does not fit the schema."""
+
+    @abstractmethod
+    def _count(self, batch: list[Clique]) -> dict[Clique, np.ndarray]:
+        """Exact counts of every clique of ``batch`` (columns in schema order)."""
+
+    # -- helpers for subclasses ----------------------------------------------------
+
+    def _flat_counts(self, clique: Clique, codes: Sequence[np.ndarray],
+                     counts: np.ndarray) -> np.ndarray:
+        """A dense count vector from (code columns, count) rows of a GROUP BY."""
+        sizes = self.size_of
+        index = np.zeros(len(counts), dtype=np.int64)
+        for c, values in zip(clique, codes):
+            index *= sizes[c]
+            index += np.asarray(values, dtype=np.int64)
+        return np.bincount(index, weights=np.asarray(counts, dtype=np.float64),
+                           minlength=self.cells(clique))
+
+    def _raise_problems(self, problems: list[tuple[str, int, int, list]]) -> None:
+        """DataError naming every column with values that do not fit.
+
+        ``problems``: (column, missing-but-not-allowed rows, not-in-schema rows,
+        [(value, rows), ...] examples of the values that do not fit).
+        """
+        lines = []
+        for column, missing, unknown, examples in problems:
+            if missing:
+                lines.append(f"column '{column}' has missing values (empty cells) in "
+                             f"{missing:,} rows. Set missing: true for this column in the "
+                             "schema, or fill or drop those rows.")
+            if unknown:
+                spec = self.schema.column(column)
+                what = ("values outside the bounds or not numbers"
+                        if spec.kind == "numeric" else "values not in the schema")
+                lines.append(f"column '{column}' has {what} in {unknown:,} rows: "
+                             f"{_format_examples(examples)}.")
+        label = f"private table '{self.name}'"
+        if len(lines) == 1:
+            message = f"{label}: {lines[0]}"
+        else:
+            body = "\n".join(f"  - {line}" for line in lines)
+            message = f"{label} does not fit the schema ({len(lines)} problems):\n{body}"
+        raise DataError(message, column=problems[0][0],
+                        hint="Fix the schema (categories, bounds, missing: true) or the data.")
+
+    # -- internals -----------------------------------------------------------------
+
+    def _check_clique(self, clique: Clique) -> None:
+        unknown = [c for c in clique if c not in self._position]
+        if unknown:
+            raise DataError(f"unknown column(s) {unknown} in a marginal query.",
+                            column=unknown[0])
+        if len(set(clique)) != len(clique):
+            raise DataError(f"a marginal query repeats a column: {clique}.")
+
+    def _canonical(self, clique: Clique) -> Clique:
+        return tuple(sorted(clique, key=self._position.__getitem__))
+
+    def _superset(self, clique: Clique) -> Clique | None:
+        """The cached clique with the fewest cells that covers ``clique``."""
+        want = set(clique)
+        best = None
+        for cl in self._cache:
+            if want <= set(cl) and (best is None or self.cells(cl) < self.cells(best)):
+                best = cl
+        return best
+
+    def _get(self, clique: Clique) -> np.ndarray:
+        if clique in self._cache:
+            return self._cache[clique]
+        if not clique:
+            out = np.array([float(self.n)])
+        else:
+            source = self._superset(clique)
+            sizes = self.size_of
+            table = self._cache[source].reshape([sizes[c] for c in source])
+            drop = tuple(i for i, c in enumerate(source) if c not in clique)
+            kept = [c for c in source if c in clique]
+            table = table.sum(axis=drop) if drop else table
+            order = [kept.index(c) for c in clique]
+            out = np.ascontiguousarray(np.transpose(table, order)).ravel()
+        self._cache[clique] = out
+        return out
+
+
+def grouping_id(union: Sequence[str], clique: Sequence[str]) -> int:
+    """``GROUPING_ID(union...)`` of the grouping set ``clique``: bit set for
+    every column of ``union`` not grouped, the first column the highest bit."""
+    k = len(union)
+    return sum(1 << (k - 1 - i) for i, c in enumerate(union) if c not in clique)
+
+
+def parquet_column_bytes(files) -> dict[str, int]:
+    """Stored (compressed) bytes of every top-level column over ``files``."""
+    import pyarrow.parquet as pq
+
+    out: dict[str, int] = {}
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        for rg in range(meta.num_row_groups):
+            group = meta.row_group(rg)
+            for j in range(group.num_columns):
+                chunk = group.column(j)
+                top = chunk.path_in_schema.split(".")[0]
+                out[top] = out.get(top, 0) + int(chunk.total_compressed_size)
+    return out
+
+
+def prefetch(counter, cliques: Iterable[Sequence[str]]) -> None:
+    """Count ``cliques`` in batches up front if ``counter`` is an engine backend
+    (the in-memory table counts on demand, as fast)."""
+    if isinstance(counter, CountingBackend):
+        counter.marginals(cliques)
+
+
+def make_backend(backend: str, source, schema: Schema, *, name: str | None = None, **options):
+    """The private data as a counting backend.
+
+    ``source``: a path to a .parquet/.pq/.csv/.csv.gz file (any backend), a
+    DataFrame (``memory``) or a Spark DataFrame (``spark``).
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown counting backend {backend!r}.",
+                          hint=f"Choose one of: {', '.join(BACKENDS)}.")
+    label = name or (Path(source).name if isinstance(source, (str, Path)) else "data")
+    if backend == "memory":
+        from .memory import memory_table
+        return memory_table(source, schema, name=label)
+    if backend == "duckdb":
+        from .duckdb_backend import DuckDBTable
+        return DuckDBTable(source, schema, name=label, **options)
+    from .spark_backend import SparkTable
+    return SparkTable(source, schema, name=label, **options)

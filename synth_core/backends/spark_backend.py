@@ -1,0 +1,238 @@
+"""Spark backend: count marginals where a Spark cluster holds the data.
+
+The source is a Spark DataFrame or a Parquet/CSV path that Spark reads
+(local files, HDFS, S3, ... whatever the session can read). Every schema
+column is encoded with a Spark SQL expression generated from the schema
+(:mod:`synth_core.backends.encoding`, the same generator as DuckDB's); the
+codes are persisted (memory, then disk) by the first action, which also
+counts the rows and checks that every value fits. Each batch of cliques is
+one ``GROUP BY GROUPING SETS`` job; only the counts (at most the cells of the
+batch's cliques) come back to the driver. Model fitting stays local.
+
+Sessions: pass ``spark=`` (any SparkSession: local, standalone, YARN,
+Kubernetes, Spark Connect), or let :func:`spark_session` reuse the active
+session or start one with master ``$SYNTH_SPARK_MASTER`` (default
+``local[*]``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, DataError
+from ..schema import Schema
+from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES
+from . import CountingBackend, grouping_id, parquet_column_bytes
+from .encoding import MISSING_NOT_ALLOWED, NOT_IN_SCHEMA, SPARK, code_expression, code_type
+
+_TYPE_BYTES = {"TINYINT": 1, "SMALLINT": 2, "INTEGER": 4}
+
+
+def _import_pyspark():
+    try:
+        importlib.import_module("pyspark")
+    except ImportError:  # an optional extra: pip install -e ".[spark]"
+        raise ConfigError("the spark backend needs the 'pyspark' package (an optional extra).",
+                          hint='Install it with: pip install -e ".[spark]" (Java 17 is needed too).'
+                          ) from None
+
+
+def spark_session(master: str | None = None, **conf):
+    """The active SparkSession, or a new one (master ``$SYNTH_SPARK_MASTER`` or local)."""
+    _import_pyspark()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    builder = (SparkSession.builder.appName("synth-workbench")
+               .master(master or os.environ.get("SYNTH_SPARK_MASTER", "local[*]"))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def spark_kind(data_type) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.BooleanType):
+        return "boolean"
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return "integer"
+    if isinstance(data_type, (T.FloatType, T.DoubleType, T.DecimalType)):
+        return "float"
+    return "string"
+
+
+class SparkTable(CountingBackend):
+    """The private data as a Spark DataFrame (or a file Spark reads).
+
+    Args:
+        source: a ``pyspark.sql.DataFrame``, or a path (.parquet/.pq file or
+            directory, .csv/.csv.gz) readable by the session.
+        schema: the declared (or public) schema; its encoding is pushed into Spark SQL.
+        spark: the SparkSession (default: :func:`spark_session`).
+        persist: keep the codes (MEMORY_AND_DISK) after the first pass (default).
+        batch_size: cliques per grouping-sets job.
+    """
+
+    batch_size = 64
+
+    def __init__(self, source, schema: Schema, *, name: str | None = None, spark=None,
+                 persist: bool = True, batch_size: int | None = None):
+        _import_pyspark()
+        from pyspark import StorageLevel
+        from pyspark.sql import DataFrame, functions as F
+
+        if isinstance(source, DataFrame):
+            frame, label, self._file_bytes = source, name or "Spark DataFrame", None
+            spark = source.sparkSession
+        else:
+            spark = spark or spark_session()
+            label = name or Path(str(source)).name
+            frame, self._file_bytes = self._read(spark, str(source), label)
+        super().__init__(schema, name=label, batch_size=batch_size)
+        self.spark = spark
+        by_name = {f.name.strip(): f for f in frame.schema.fields}
+        absent = [c for c in self.columns if c not in by_name]
+        if absent:
+            raise DataError(
+                f"private table '{self.name}' is missing schema column(s) "
+                f"{', '.join(repr(a) for a in absent)}.",
+                hint=f"Its columns are: {', '.join(repr(n) for n in by_name)}. Column names "
+                     "are case-sensitive.", column=absent[0])
+        self._raw = {c: by_name[c].name for c in self.columns}
+        self._source = frame
+        self._exprs = {c.name: code_expression(c, SPARK.ident(self._raw[c.name]),
+                                               spark_kind(by_name[c.name].dataType), SPARK)
+                       for c in schema.columns}
+        self._types = {c.name: code_type(c.size) for c in schema.columns}
+        codes = frame.select([F.expr(e).cast(self._types[c]).alias(c)
+                              for c, e in self._exprs.items()])
+        self.persisted = persist
+        if persist:
+            codes = codes.persist(StorageLevel.MEMORY_AND_DISK)
+        self._codes = codes
+        self._view = f"synth_codes_{id(self):x}"
+        codes.createOrReplaceTempView(self._view)
+
+    @staticmethod
+    def _read(spark, path: str, label: str):
+        lower = path.lower().rstrip("/")
+        local = Path(path)
+        if "://" not in path and not local.exists():
+            raise DataError(f"file '{label}' not found.", path=path)
+        if lower.endswith(CSV_SUFFIXES):
+            frame = spark.read.csv(path, header=True, inferSchema=True,
+                                   ignoreLeadingWhiteSpace=True, ignoreTrailingWhiteSpace=True)
+            return frame, (local.stat().st_size if local.exists() else None)
+        if lower.endswith(PARQUET_SUFFIXES) or local.is_dir():
+            frame = spark.read.parquet(path)
+            files = ([local] if local.is_file() else sorted(local.rglob("*.parquet"))
+                     if local.exists() else [])
+            return frame, (parquet_column_bytes(files) if files else None)
+        raise DataError(f"cannot read '{label}' with Spark: unsupported file type.",
+                        hint=f"Supported: {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)} "
+                             "or a Parquet directory.", path=path)
+
+    def _file_scan_bytes(self, columns) -> int:
+        if self._file_bytes is None:
+            return 0  # unknown (a DataFrame or a remote path)
+        if isinstance(self._file_bytes, int):
+            return self._file_bytes
+        return int(sum(self._file_bytes.get(self._raw[c], 0) for c in columns))
+
+    def _sql(self, text: str):
+        self.stats.queries += 1
+        try:
+            return self.spark.sql(text)
+        except Exception as exc:
+            if type(exc).__module__.startswith("pyspark"):
+                raise DataError(f"Spark could not count '{self.name}': "
+                                f"{str(exc).strip().splitlines()[0]}") from exc
+            raise
+
+    def _count_rows(self) -> int:
+        q = SPARK.ident
+        checks = ", ".join(
+            f"count_if({q(c)} = {MISSING_NOT_ALLOWED}), count_if({q(c)} = {NOT_IN_SCHEMA})"
+            for c in self.columns)
+        row = self._collect(self._sql(f"SELECT count(*), {checks} FROM {self._view}"))[0]
+        n = int(row[0])
+        self.stats.passes += 1
+        self.stats.bytes_scanned += self._file_scan_bytes(self.columns)
+        if n == 0:
+            raise DataError(f"the private table '{self.name}' has no rows.",
+                            hint="Keep at least one private row.")
+        problems = []
+        for i, c in enumerate(self.columns):
+            missing, unknown = int(row[1 + 2 * i]), int(row[2 + 2 * i])
+            if missing or unknown:
+                problems.append((c, missing, unknown, self._examples(c) if unknown else []))
+        if problems:
+            self._raise_problems(problems)
+        return n
+
+    def _examples(self, column: str) -> list[tuple[object, int]]:
+        from pyspark.sql import functions as F
+
+        raw = self._raw[column]
+        rows = (self._source.where(F.expr(f"{self._exprs[column]} = {NOT_IN_SCHEMA}"))
+                .groupBy(raw).count().orderBy(F.desc("count")).limit(6).collect())
+        return [(r[0], int(r[1])) for r in rows]
+
+    @staticmethod
+    def _collect(frame):
+        return frame.collect()
+
+    def _count(self, batch):
+        q = SPARK.ident
+        # Spark orders grouping columns by first appearance in the grouping sets
+        union = list(dict.fromkeys(c for cl in batch for c in cl))
+        if len(batch) == 1:
+            cols = ", ".join(q(c) for c in batch[0])
+            res = _fetch(self._sql(f"SELECT {cols}, count(*) AS k FROM {self._view} "
+                            f"GROUP BY {cols}"))
+            out = {batch[0]: self._flat_counts(batch[0], [res[c] for c in batch[0]], res["k"])}
+        else:
+            sets = ", ".join("(" + ", ".join(q(c) for c in cl) + ")" for cl in batch)
+            select = ", ".join(f"coalesce({q(c)}, 0) AS {q(c)}" for c in union)
+            gid = ", ".join(q(c) for c in union)
+            res = _fetch(self._sql(f"SELECT {select}, grouping_id({gid}) AS g, count(*) AS k "
+                                   f"FROM {self._view} GROUP BY GROUPING SETS ({sets})"))
+            g = res["g"]
+            out = {}
+            for cl in batch:
+                rows = g == grouping_id(union, cl)
+                out[cl] = self._flat_counts(cl, [res[c][rows] for c in cl], res["k"][rows])
+        self.stats.passes += 1
+        self.stats.bytes_scanned += (self.n * sum(_TYPE_BYTES[self._types[c]] for c in union)
+                                     if self.persisted else self._file_scan_bytes(union))
+        return out
+
+    def close(self) -> None:
+        codes, self._codes = getattr(self, "_codes", None), None
+        if codes is not None:
+            try:
+                self.spark.catalog.dropTempView(self._view)
+                if self.persisted:
+                    codes.unpersist()
+            except Exception:
+                pass
+
+
+def _fetch(frame) -> dict[str, np.ndarray]:
+    """The (small) result of a counting query as numpy columns, through Arrow."""
+    table = frame.toArrow()
+    return {name: table.column(name).to_numpy(zero_copy_only=False)
+            for name in table.column_names}
