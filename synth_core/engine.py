@@ -186,6 +186,8 @@ class RunState:
     model: FittedModel
     measurements: list[Measurement] = field(default_factory=list)
     round: int = 0
+    #: where measurement and selection noise comes from (research or release mode)
+    noise: privacy.NoiseSource | None = None
 
     @property
     def n(self) -> int:
@@ -285,19 +287,21 @@ class Engine:
     def __init__(self, mechanism: AdaptiveMechanism, data: PreparedData, workload: Workload,
                  *, rho: float, neighbours: Neighbours, seed: int | None,
                  fit_iters: int = 100, final_fit_iters: int = 1000, fit_tol: float = 1e-4,
-                 final_fit_tol: float = 1e-7):
+                 final_fit_tol: float = 1e-7, mode: str = "research"):
         self.mechanism = mechanism
         self.data = data
         self.workload = workload
         self.neighbours = neighbours
         self.ledger = Ledger(rho)
         self.rng = np.random.default_rng(seed)
+        # research: noise from self.rng; release: OpenDP (self.rng then only samples records)
+        self.noise = privacy.noise_source(mode, self.rng)
         self.final_fit_iters = final_fit_iters
         self.final_fit_tol = final_fit_tol
         self.estimator = PGMEstimator(data.sizes, max_iters=fit_iters, tol=fit_tol)
         total = float(data.n) if neighbours.n_is_public else 1.0
         self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
-                              self.estimator.uniform(total))
+                              self.estimator.uniform(total), noise=self.noise)
         self.events: list[RoundEvent] = []
         self.model: FittedModel | None = None
         self._needs_fit = False
@@ -318,7 +322,7 @@ class Engine:
             self.ledger.charge(rho_measure, round=round_, step="measure", mechanism="gaussian",
                                detail="×".join(cand.clique))
             exact = st.data.private.marginal(cand.clique)
-            values = exact + privacy.gaussian_noise(self.rng, noise_std, exact.size)
+            values = self.noise.measure(exact, noise_std)
             m = Measurement(round_, cand.clique, PRIVATE, noise_std, values, fit_std)
         else:
             values = self.mechanism.public_answer(st, cand.clique)
@@ -376,7 +380,7 @@ class Engine:
             rho_select = privacy.exponential_rho(plan.epsilon)
             self.ledger.charge(rho_select, round=st.round, step="select", mechanism="exponential",
                                detail=f"{len(pool)} candidates")
-            idx = privacy.exponential_mechanism(scores, plan.epsilon, plan.sensitivity, self.rng)
+            idx = self.noise.select(scores, plan.epsilon, plan.sensitivity)
             chosen = pool[idx]
             before = st.model
             m = self._measure(chosen, st.round, plan.noise_std, plan.fit_stddev, plan.rho_measure)

@@ -262,6 +262,203 @@ def report_noisy_max_exponential(scores: np.ndarray, eps: float, sensitivity: fl
 
 
 # --------------------------------------------------------------------------
+# Run modes: where a run's noise and selections come from
+# --------------------------------------------------------------------------
+
+#: ``research``: continuous Gaussian and Gumbel noise from the run's seeded numpy
+#: generator (reproducible, fast, exactly the papers' samplers).
+#: ``release``: integer marginals measured with OpenDP's discrete Gaussian and
+#: selections sampled by OpenDP's exact noisy-max, both from OpenSSL's CSPRNG.
+MODES = ("research", "release")
+
+
+def resolve_mode(mode: str | None, seed: int | None) -> str:
+    """The run mode of a configuration: ``mode`` as given, else research when
+    seeded and release when not. A seed with release mode is refused."""
+    if mode is None:
+        return "research" if seed is not None else "release"
+    if mode not in MODES:
+        raise ConfigError(f"Unknown run mode {mode!r}.",
+                          hint="Use 'research' (seedable, continuous Gaussian) or 'release' "
+                               "(discrete Gaussian and secure randomness, never seeded).")
+    if mode == "release" and seed is not None:
+        raise ConfigError(
+            f"Release mode cannot be seeded (seed={seed!r}): its noise comes from a "
+            f"cryptographically secure source.",
+            hint="Drop the seed for a release, or choose research mode for a reproducible run.")
+    return mode
+
+
+class NoiseSource:
+    """Every random draw that touches private data: Gaussian measurements and
+    selections. The engine makes one per run (:func:`noise_source`); the
+    mechanisms never draw such noise themselves.
+
+    Costs are the same in both modes (the ledger charges do not depend on the
+    mode): Gaussian noise of std ``s`` (continuous, or discrete with scale
+    ``s``) on a query of L2 sensitivity ``d`` is ``d^2 / (2 s^2)``-zCDP; the
+    selections are the exponential mechanism (Gumbel noise) and permute-and-flip
+    (exponential noise).
+    """
+
+    mode: str = ""
+    #: how the report names the measurement noise
+    noise: str = ""
+    #: how the report names the selection noise's source
+    selection_source: str = ""
+
+    def gaussian(self, std: float, size: int) -> np.ndarray:
+        """``size`` draws of zero-mean Gaussian noise of std (scale) ``std``."""
+        raise NotImplementedError
+
+    def measure(self, exact: np.ndarray, std: float) -> np.ndarray:
+        """A noisy answer to a count vector ``exact`` (noise std ``std`` per cell)."""
+        raise NotImplementedError
+
+    def noisy_fraction(self, fraction: float, n: int, std: float) -> tuple[float, float]:
+        """A counting query given as a fraction of ``n`` records, with noise of std
+        ``std`` on the fraction: ``(clipped noisy fraction, released count)``."""
+        raise NotImplementedError
+
+    def select(self, scores: np.ndarray, eps: float, sensitivity: float) -> int:
+        """Exponential mechanism, Gumbel-max form (candidates scored ``-inf`` never win)."""
+        raise NotImplementedError
+
+    def permute_and_flip(self, scores: np.ndarray, eps: float, sensitivity: float) -> int:
+        """Permute-and-flip as report-noisy-max with exponential noise."""
+        raise NotImplementedError
+
+
+class ResearchNoise(NoiseSource):
+    """Research mode: numpy's generator (seeded, reproducible; bit-for-bit the
+    samplers of :func:`gaussian_noise`, :func:`exponential_mechanism` and
+    :func:`report_noisy_max_exponential`)."""
+
+    mode = "research"
+    noise = "continuous Gaussian (research mode)"
+    selection_source = "Gumbel/exponential noise from numpy's generator (research mode)"
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def gaussian(self, std, size):
+        return gaussian_noise(self.rng, std, size)
+
+    def measure(self, exact, std):
+        return exact + gaussian_noise(self.rng, std, exact.size)
+
+    def noisy_fraction(self, fraction, n, std):
+        a = float(np.clip(fraction + gaussian_noise(self.rng, std, 1)[0], 0.0, 1.0))
+        return a, n * a
+
+    def select(self, scores, eps, sensitivity):
+        return exponential_mechanism(scores, eps, sensitivity, self.rng)
+
+    def permute_and_flip(self, scores, eps, sensitivity):
+        return report_noisy_max_exponential(scores, eps, sensitivity, self.rng)
+
+
+class ReleaseNoise(NoiseSource):
+    """Release mode: OpenDP's exact samplers, whose random bits come from
+    OpenSSL's ``RAND_bytes`` (a CSPRNG seeded by the operating system; the
+    OpenDP wheel is built with its ``use-openssl`` feature). Cannot be seeded.
+
+    * Measurements: ``make_gaussian`` on integer vectors samples the discrete
+      Gaussian ``N_Z(0, s^2)`` (Canonne, Kamath, Steinke 2020) exactly, with no
+      floating-point arithmetic on the noise; it is ``d^2 / (2 s^2)``-zCDP like
+      the continuous one, and its variance is at most ``s^2`` (equal to within
+      ``1e-8`` relative for ``s >= 1``). Counts must be integers.
+    * Selection: ``make_noisy_max`` with scale ``2 Delta / eps``: Gumbel noise
+      under zCDP (the exponential mechanism, ``eps^2 / 8``) or exponential
+      noise under pure DP (permute-and-flip, ``eps``-DP), each sampled exactly.
+    """
+
+    mode = "release"
+    noise = "discrete Gaussian on integer counts (OpenDP make_gaussian, OpenSSL CSPRNG; release mode)"
+    selection_source = "noise sampled exactly by OpenDP make_noisy_max from OpenSSL's CSPRNG (release mode)"
+
+    def __init__(self):
+        import opendp.prelude as dp  # imported on first use: research runs never need it
+
+        dp.enable_features("contrib")
+        self._dp = dp
+        self._cache: dict = {}
+
+    def _gaussian_measurement(self, std: float):
+        key = ("gaussian", float(std))
+        if key not in self._cache:
+            if not (std > 0 and math.isfinite(std)):
+                raise ConfigError(f"Discrete Gaussian noise needs a positive finite scale, got {std!r}.")
+            dp = self._dp
+            space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="f64")
+            self._cache[key] = dp.m.make_gaussian(*space, scale=float(std))
+        return self._cache[key]
+
+    def _max_measurement(self, kind: str, scale: float):
+        key = (kind, float(scale))
+        if key not in self._cache:
+            if not (scale > 0 and math.isfinite(scale)):
+                raise ConfigError(f"Noisy max needs a positive finite scale, got {scale!r}.")
+            dp = self._dp
+            space = dp.vector_domain(dp.atom_domain(T="f64", nan=False)), dp.linf_distance(T="f64")
+            measure = dp.zero_concentrated_divergence() if kind == "gumbel" else dp.max_divergence()
+            self._cache[key] = dp.m.make_noisy_max(*space, measure, scale=float(scale))
+        return self._cache[key]
+
+    @staticmethod
+    def _counts(exact) -> np.ndarray:
+        exact = np.asarray(exact, dtype=float)
+        counts = np.rint(exact)
+        if not np.all(np.abs(exact - counts) <= 1e-6 * np.maximum(1.0, np.abs(exact))):
+            raise ConfigError("Release mode measures integer counts, but this query's answer is "
+                              "not a whole number.",
+                              hint="Use research mode for weighted or fractional queries.")
+        return counts.astype(np.int64)
+
+    def gaussian(self, std, size):
+        return self.measure(np.zeros(int(size)), std)
+
+    def measure(self, exact, std):
+        counts = self._counts(exact)
+        noisy = self._gaussian_measurement(std)(counts)
+        return np.asarray(noisy, dtype=np.int64).astype(float)
+
+    def noisy_fraction(self, fraction, n, std):
+        # the query as an integer count (sensitivity 1), noise of std n * std in counts
+        count = self._counts([fraction * n])
+        noisy = self._gaussian_measurement(n * std)(count)[0]
+        released = float(min(max(noisy, 0), n))
+        return released / n, released
+
+    def _argmax(self, kind, scores, eps, sensitivity):
+        scores = np.asarray(scores, dtype=float)
+        live = np.flatnonzero(scores > -np.inf)
+        if live.size == 0:
+            raise ConfigError("Selection needs at least one candidate.")
+        if live.size == 1:
+            return int(live[0])
+        pick = self._max_measurement(kind, 2.0 * sensitivity / eps)(np.ascontiguousarray(scores[live]))
+        return int(live[int(pick)])
+
+    def select(self, scores, eps, sensitivity):
+        return self._argmax("gumbel", scores, eps, sensitivity)
+
+    def permute_and_flip(self, scores, eps, sensitivity):
+        return self._argmax("exponential", scores, eps, sensitivity)
+
+
+def noise_source(mode: str, rng: np.random.Generator) -> NoiseSource:
+    """The run's :class:`NoiseSource`: research mode draws from ``rng``; release
+    mode ignores it (``rng`` then only serves data-independent randomness such as
+    sampling synthetic records from the fitted model)."""
+    if mode == "research":
+        return ResearchNoise(rng)
+    if mode == "release":
+        return ReleaseNoise()
+    raise ConfigError(f"Unknown run mode {mode!r}.", hint="Use 'research' or 'release'.")
+
+
+# --------------------------------------------------------------------------
 # The ledger
 # --------------------------------------------------------------------------
 

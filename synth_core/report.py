@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -39,7 +40,8 @@ DOMAIN_NOTES = {
 
 def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: str,
                       public_rows: str | None, public_columns=(), private_columns=(),
-                      domain_source: str, research_mode: bool, spent: float) -> str:
+                      domain_source: str, research_mode: bool, spent: float,
+                      seeded: bool = True) -> str:
     if public_columns:
         unit = ("replacing the private-column values of one record (bounded DP; the number "
                 "of records and every record's public-column values are public)"
@@ -69,7 +71,14 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
     lines.append(DOMAIN_NOTES[domain_source])
     if research_mode:
         lines.append("Research mode: noise is continuous Gaussian from a seeded generator, for "
-                     "reproducibility; it is not hardened against floating-point attacks.")
+                     "reproducibility; it is not hardened against floating-point attacks."
+                     + ("" if seeded else " (The seed was drawn from the operating system and "
+                                          "is not released.)"))
+    else:
+        lines.append("Release mode: every marginal was measured as integer counts with the "
+                     "discrete Gaussian mechanism, and every selection's noise was sampled "
+                     "exactly, both by OpenDP from a cryptographically secure random source "
+                     "(no seed; the run cannot be reproduced).")
     return " ".join(lines)
 
 
@@ -130,19 +139,18 @@ def write_json(path, obj) -> None:
     atomic_write_bytes(Path(path), (json.dumps(obj, indent=2) + "\n").encode("utf-8"))
 
 
+#: A plain decimal number (e.g. -3.5 or +1e-3): left alone by the CSV export.
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _neutralise(value):
-    """Prefix formula-like text cells so spreadsheets do not execute them."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(value):
+    """Prefix a text cell a spreadsheet would run as a formula (starting with
+    = + - @ tab or CR) with a single quote, unless it is a plain decimal number
+    (so "-inf", "-1_0" or "\t-3", which Python's float() accepts, are quoted)."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") \
+            and not _PLAIN_NUMBER.fullmatch(value):
         return "'" + value
     return value
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 def write_table(path, df: pd.DataFrame) -> None:
@@ -155,11 +163,19 @@ def write_table(path, df: pd.DataFrame) -> None:
         df.to_parquet(buf, index=False)
         atomic_write_bytes(path, buf.getvalue())
     elif name.endswith(".csv"):
+        # number columns are written as numbers and never quoted
         safe = df.copy()
         for col in safe.columns:
-            if safe[col].dtype == object or pd.api.types.is_string_dtype(safe[col]):
+            dtype = safe[col].dtype
+            if isinstance(dtype, pd.CategoricalDtype):
+                safe[col] = safe[col].astype(object).map(_neutralise)
+            elif dtype == object or pd.api.types.is_string_dtype(dtype):
                 safe[col] = safe[col].map(_neutralise)
-        atomic_write_bytes(path, safe.to_csv(index=False).encode("utf-8"))
+        safe.columns = [_neutralise(c) for c in safe.columns]
+        # CRLF line ends (RFC 4180): the csv writer then also quotes cells that
+        # hold a bare CR, which a spreadsheet would otherwise split into a new
+        # row whose first cell could start a formula
+        atomic_write_bytes(path, safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8"))
     else:
         raise DataError(f"Cannot write '{path}': unsupported file type.",
                         hint="Use a .csv or .parquet file name.", path=str(path))

@@ -242,7 +242,10 @@ class ColumnSpec:
         return codes, problems
 
     def _encode_categorical(self, values: pd.Series):
-        inverse, uniques = pd.factorize(values, use_na_sentinel=True)
+        try:
+            inverse, uniques = pd.factorize(values, use_na_sentinel=True)
+        except TypeError:  # unhashable cells: lists, dicts, arrays
+            raise _not_single_values(self.name, values) from None
         index = _category_index(self.categories)
         # One slot per distinct value, plus a last slot that inverse == -1 (NaN) picks.
         per_unique = np.full(len(uniques) + 1, _IS_MISSING, dtype=np.int64)
@@ -496,6 +499,19 @@ def _domain_column(name, size) -> ColumnSpec:
     return ColumnSpec(name, "categorical", categories=tuple(range(int(size))))
 
 
+def declared_schema(value) -> Schema | None:
+    """A schema given as a Schema, a schema file path or a JSON-like dict; None for None."""
+    if value is None or isinstance(value, Schema):
+        return value
+    if isinstance(value, (str, Path)):
+        return load_schema(value)
+    if isinstance(value, dict):
+        return Schema.from_json(value)
+    from .errors import ConfigError
+
+    raise ConfigError(f"schema must be a Schema, a dict or a path, not {type(value).__name__}.")
+
+
 def load_schema(path) -> Schema:
     """Read a schema file (either JSON format of ``Schema.from_json``)."""
     path = Path(path)
@@ -563,7 +579,10 @@ def _infer_column(name: str, values: pd.Series, *, max_categories: int, bins: in
     if len(present) == 0:
         raise SchemaError(f"column '{name}' has no values: every cell is empty.",
                           hint="Drop the column, or declare it in a schema file.", column=name)
-    distinct = pd.unique(present.to_numpy())
+    try:
+        distinct = pd.unique(present.to_numpy())
+    except TypeError:  # unhashable cells: lists, dicts, arrays
+        raise _not_single_values(name, present) from None
     if force_numeric or (numeric_dtype and len(distinct) > max_categories):
         return _infer_numeric(name, present, bins=bins, missing=missing)
     if len(distinct) > max_categories:
@@ -603,6 +622,14 @@ def _infer_numeric(name: str, present: pd.Series, *, bins: int, missing: bool) -
                           missing=missing)
     return ColumnSpec(name, "numeric", lower=lo, upper=hi, bins=bins, missing=missing,
                       integer=False)
+
+
+def _not_single_values(name: str, values: pd.Series) -> DataError:
+    """The error for a column whose cells are lists, dicts or arrays."""
+    kinds = sorted({type(v).__name__ for v in values
+                    if isinstance(v, (list, tuple, dict, set, np.ndarray))})
+    return DataError(f"column '{name}' holds {', '.join(kinds) or 'unhashable'} values, not "
+                     "single values.", hint="Flatten or drop that column.", column=name)
 
 
 def _looks_numeric_note(present: pd.Series) -> str:

@@ -12,6 +12,7 @@ import csv
 import gzip
 import re
 import warnings
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,16 +67,44 @@ def load_table(path, *, name: str | None = None) -> pd.DataFrame:
 
 
 def _read_csv(path: Path, label: str) -> pd.DataFrame:
+    gz = path.name.lower().endswith(".gz")
     for encoding in ENCODINGS:
         try:
             return _read_csv_as(path, label, encoding)
         except UnicodeDecodeError:
             continue
+        except (OSError, EOFError, zlib.error) as exc:  # damaged or not gzip; unreadable
+            what = "a valid gzip file" if gz else "readable"
+            raise DataError(f"cannot read '{label}': it is not {what} "
+                            f"({str(exc).strip().rstrip('.') or type(exc).__name__}).",
+                            hint="Check that the file is complete; a .csv.gz file must be "
+                                 "gzip-compressed CSV." if gz else "Check the file's permissions.",
+                            path=str(path)) from None
     line = _first_undecodable_line(path)
     where = f" (line {line})" if line else ""
+    looks = _looks_like(path)
     raise DataError(f"cannot decode '{label}'{where}: it is not UTF-8 text "
-                    f"(tried {', '.join(ENCODINGS)}).",
+                    f"(tried {', '.join(ENCODINGS)}){looks}.",
                     hint="Save the file as UTF-8 (in Excel: 'CSV UTF-8').", path=str(path))
+
+
+def _looks_like(path: Path) -> str:
+    """What an undecodable file seems to be, for the error message ("" if unsure)."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as handle:
+            head = handle.read(4096)
+    except (OSError, EOFError, zlib.error):
+        return ""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[1:64:2].count(0) > 16:
+        return "; it looks like UTF-16 or UTF-32 text"
+    if head.startswith(b"PAR1"):
+        return "; it looks like a Parquet file (name it .parquet)"
+    if head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
+        return "; it looks like an Excel workbook (export it as CSV UTF-8)"
+    if head.count(0) > 0:
+        return "; it looks like a binary file, not text"
+    return ""
 
 
 def _read_csv_as(path: Path, label: str, encoding: str) -> pd.DataFrame:
@@ -147,6 +176,14 @@ def _read_parquet(path: Path, label: str) -> pd.DataFrame:
                         hint="Check that the file is a Parquet file.", path=str(path)) from None
     df = df.reset_index(drop=True)
     df.columns = _clean_names(list(df.columns), label, path)
+    for name in df.columns:
+        if df[name].dtype == object:
+            nested = df[name].map(lambda v: isinstance(v, (list, tuple, dict, set, np.ndarray)))
+            if nested.any():
+                raise DataError(f"'{label}' column '{name}' holds lists or records (nested "
+                                "Parquet values), not single values.",
+                                hint="Flatten or drop that column before loading the file.",
+                                column=name, path=str(path))
     return df
 
 
@@ -171,7 +208,7 @@ def _clean_cells(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     for name in df.columns:
         column = df[name]
-        if pd.api.types.is_string_dtype(column.dtype):
+        if isinstance(column.dtype, pd.StringDtype):
             stripped = column.str.strip()
         elif column.dtype == object:
             stripped = column.map(lambda v: v.strip() if isinstance(v, str) else v)
@@ -277,9 +314,11 @@ class PublicInfo:
     def has_public_columns(self) -> bool:
         return bool(self.columns)
 
-    def validate(self, schema: Schema) -> None:
+    def validate(self, schema: Schema, allow_all_public: bool = False) -> None:
         """SchemaError if a public column is unknown or repeated, or if every
-        column is public (nothing would be left to protect)."""
+        column is public (nothing would be left to protect) unless
+        ``allow_all_public`` (a run: the mechanism decides, e.g. vJAM-PGM
+        warns and spends nothing)."""
         unknown = [c for c in self.columns if c not in schema.names]
         if unknown:
             raise SchemaError(f"public columns not in the schema: {_show_list(unknown)}.",
@@ -289,13 +328,14 @@ class PublicInfo:
         if doubled:
             raise SchemaError(f"public columns listed twice: {_show_list(doubled)}.",
                               column=doubled[0])
-        if set(self.columns) == set(schema.names):
+        if set(self.columns) == set(schema.names) and not allow_all_public:
             raise SchemaError("every column is marked public, so there is nothing private "
                               "to protect.", hint="Leave at least one column private.")
 
 
 def prepare_tables(private_df: pd.DataFrame, schema: Schema, public: PublicInfo | None,
-                   *, private_name: str = "data") -> tuple[pd.DataFrame, pd.DataFrame | None]:
+                   *, private_name: str = "data", allow_all_public: bool = True
+                   ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """Integer codes of the private table and of the public rows (or None).
 
     Public rows come from a separate table or from a flag column of
@@ -303,7 +343,7 @@ def prepare_tables(private_df: pd.DataFrame, schema: Schema, public: PublicInfo 
     the part at fault ("public table 'pub.csv': column 'sex' ...").
     """
     public = public or PublicInfo()
-    public.validate(schema)
+    public.validate(schema, allow_all_public)
     public_df, rows = None, public.rows
     if rows is not None:
         if rows.flag_column is not None and rows.flag_column in schema.names:

@@ -1,0 +1,138 @@
+"""Empirical privacy audit (synth_core/audit.py): the statistics are sound, the
+project's exponential mechanism, Gaussian measurement and a tiny MWEM+PGM stay
+below their claims, and deliberately broken variants are caught.
+
+Fast versions (at most a few 10^4 trials); benchmarks/privacy_audit.py runs
+the long ones (>= 10^5 trials at epsilon 0.5, 1, 2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from synth_core import audit, privacy
+
+DELTA = 1e-5
+
+
+# -- statistics -------------------------------------------------------------------
+
+def test_clopper_pearson_matches_scipy_exact_interval():
+    # a two-sided 90% interval is two one-sided 95% bounds
+    for k, n in [(0, 50), (3, 50), (25, 50), (50, 50), (137, 10_000)]:
+        lo, hi = audit.clopper_pearson(k, n, 0.05)
+        ci = binomtest(k, n).proportion_ci(confidence_level=0.90, method="exact")
+        assert float(lo) == pytest.approx(ci.low, abs=1e-12)
+        assert float(hi) == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_clopper_pearson_covers_the_truth():
+    # coverage of the one-sided bounds over many binomial draws
+    rng = np.random.default_rng(1)
+    p, n = 0.03, 400
+    k = rng.binomial(n, p, size=4000)
+    lo, hi = audit.clopper_pearson(k, n, 0.05)
+    assert np.mean(lo <= p) >= 0.95
+    assert np.mean(hi >= p) >= 0.95
+
+
+def test_lower_bound_formula_and_directions():
+    b = audit.epsilon_lower_bound([900, 100], 1000, [100, 900], 1000, delta=0.0, confidence=0.95)
+    alpha = 0.05 / 8
+    lo1, _ = audit.clopper_pearson(900, 1000, alpha)
+    _, hi2 = audit.clopper_pearson(100, 1000, alpha)
+    assert b.epsilon_lower == pytest.approx(math.log(float(lo1) / float(hi2)))
+    assert b.n_events == 2 and b.hits in {(900, 100), (100, 900)}
+    # delta is subtracted from the larger probability
+    with_delta = audit.epsilon_lower_bound([900, 100], 1000, [100, 900], 1000, delta=0.1)
+    assert with_delta.epsilon_lower < b.epsilon_lower
+    # identical counts give no evidence
+    none = audit.epsilon_lower_bound([500, 500], 1000, [500, 500], 1000, delta=0.0)
+    assert none.epsilon_lower == 0.0 and none.event == -1
+
+
+def test_lower_bound_is_sound_on_identical_distributions():
+    # the same mechanism on both sides: a bound above 0 is a false alarm, which
+    # the 95% confidence allows at most rarely
+    rng = np.random.default_rng(2)
+    alarms = 0
+    for _ in range(40):
+        a = rng.integers(0, 5, 2000)
+        b = rng.integers(0, 5, 2000)
+        h1, h2 = audit.outcome_counts(a, b)
+        alarms += audit.epsilon_lower_bound(h1, 2000, h2, 2000, delta=0.0).epsilon_lower > 0
+    assert alarms <= 4
+
+
+def test_threshold_counts():
+    h1, h2 = audit.threshold_counts(np.array([0.0, 1.0, 2.0]), np.array([2.0, 3.0]), [1.0, 2.5])
+    # events: x >= 1, x >= 2.5, x < 1, x < 2.5
+    assert h1.tolist() == [2, 0, 1, 3]
+    assert h2.tolist() == [2, 1, 0, 1]
+
+
+def test_claim_uses_the_project_conversion():
+    rho = privacy.rho_from_epsilon_delta(1.0, DELTA)
+    assert audit.claimed_epsilon(rho, DELTA) == pytest.approx(1.0, abs=1e-9)
+
+
+# -- building blocks --------------------------------------------------------------
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_exponential_mechanism_stays_below_its_claim(eps):
+    rng = np.random.default_rng(10)
+    bound = audit.audit_exponential(eps, trials=10_000, rng=rng)
+    # EM with parameter eps is eps-DP; its zCDP charge eps^2/8 converts to more
+    assert bound.epsilon_lower < eps
+    assert bound.epsilon_lower > 0.3 * eps  # the audit has power: it gets close
+    assert eps < audit.claimed_epsilon(privacy.exponential_rho(eps), DELTA)
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_exponential_mechanism_with_halved_sensitivity_is_flagged(eps):
+    rng = np.random.default_rng(11)
+    bound = audit.audit_exponential(eps, trials=10_000, rng=rng, assumed_sensitivity=0.5)
+    assert bound.epsilon_lower > eps
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_gaussian_measurement_stays_below_its_claim(eps):
+    rng = np.random.default_rng(12)
+    bound, claim = audit.audit_gaussian(eps, DELTA, trials=20_000, rng=rng)
+    assert claim == pytest.approx(eps, abs=1e-9)
+    assert 0 <= bound.epsilon_lower < claim
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_gaussian_measurement_with_a_third_of_the_noise_is_flagged(eps):
+    rng = np.random.default_rng(13)
+    bound, claim = audit.audit_gaussian(eps, DELTA, trials=20_000, rng=rng, std_factor=1 / 3)
+    assert bound.epsilon_lower > claim
+
+
+def test_gaussian_audit_respects_the_sensitivity():
+    # a count that moves by 2 audited with sensitivity 2 is as private as 1 with 1
+    rng = np.random.default_rng(14)
+    bound, claim = audit.audit_gaussian(1.0, DELTA, trials=20_000, rng=rng, sensitivity=2.0)
+    assert bound.epsilon_lower < claim
+
+
+# -- end to end -------------------------------------------------------------------
+
+def test_mwem_pgm_end_to_end_stays_below_its_claim():
+    bound, claim = audit.audit_mwem_pgm(1.0, DELTA, trials=400, seed=0)
+    assert bound.epsilon_lower < claim
+
+
+def test_mwem_pgm_with_a_sixteenth_of_the_noise_is_flagged():
+    bound, claim = audit.audit_mwem_pgm(1.0, DELTA, trials=400, seed=0, noise_divisor=16)
+    assert bound.epsilon_lower > claim
+
+
+def test_tiny_neighbours_differ_by_one_record():
+    base, plus = audit.tiny_neighbours(12)
+    assert len(plus) == len(base) + 1
+    assert plus.iloc[:-1].equals(base) and plus.iloc[-1].tolist() == [1, 1, 1]
