@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .aim import AIM
-from .gem import GEM, GEMPub
+from .gem import GEM, GEMPub, VGEMPub
 from .jam_pgm import JAMPGM
 from .mwem_pgm import MWEMPGM
-from .pmw_pub import PMWPub
+from .pmw_pub import VPMW, PMWPub
 from .public_only import PublicOnly
 from .vjam_pgm import VJAMPGM
 
@@ -17,8 +17,10 @@ MECHANISMS = {
     VJAMPGM.name: VJAMPGM,
     MWEMPGM.name: MWEMPGM,
     PMWPub.name: PMWPub,
+    VPMW.name: VPMW,
     GEM.name: GEM,
     GEMPub.name: GEMPub,
+    VGEMPub.name: VGEMPub,
     PublicOnly.name: PublicOnly,
 }
 
@@ -44,5 +46,5 @@ def make_mechanism(name: str, **options):
                           hint="See docs/mechanisms.md for each mechanism's options.") from None
 
 
-__all__ = ["AIM", "JAMPGM", "VJAMPGM", "MWEMPGM", "PMWPub", "GEM", "GEMPub", "PublicOnly", "MECHANISMS",
+__all__ = ["AIM", "JAMPGM", "VJAMPGM", "MWEMPGM", "PMWPub", "VPMW", "GEM", "GEMPub", "VGEMPub", "PublicOnly", "MECHANISMS",
            "accepts_option", "make_mechanism"]

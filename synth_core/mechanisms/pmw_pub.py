@@ -44,6 +44,7 @@ from ..engine import PRIVATE, PUBLIC, RunState
 from ..errors import ConfigError
 from .query_release import (CountingQueries, DirectLoop, SelfRunningMechanism,
                             check_no_public_columns, measure_counting_query)
+from .vertical import check_public_split, parse_public_columns
 
 #: The number of rounds of the authors' PMW-Pub reproduction script.
 PMW_PUB_DEFAULT_ROUNDS = 500
@@ -52,6 +53,8 @@ PMW_PUB_DEFAULT_ROUNDS = 500
 class PMWPub(SelfRunningMechanism):
     name = "pmw-pub"
     uses_public_rows = True
+    #: it takes ``public_columns`` only to refuse them (vPMW uses them)
+    uses_public_columns = False
     selection = "permute-and-flip (as report-noisy-max with exponential noise)"
 
     def __init__(self, rounds: int | None = None, max_model_size: float | None = None,
@@ -70,27 +73,44 @@ class PMWPub(SelfRunningMechanism):
     def rounds_planned(self, state: RunState) -> int | None:
         return self.T
 
-    def run(self, loop: DirectLoop):
-        state = loop.state
+    # -- the support and the initial distribution (vPMW overrides these) ------------
+
+    def _support(self, state: RunState, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, str]:
+        """(support records as codes in the data's column order, initial weights, note)."""
+        data = state.data
+        pub = data.public.to_frame()[list(data.private.columns)]
+        support, counts = np.unique(pub.to_numpy(), axis=0, return_counts=True)
+        return support, counts / counts.sum(), \
+            f"initialisation: public distribution on {len(support)} distinct public records"
+
+    def _selectable(self, queries: CountingQueries, columns: Sequence[str]) -> np.ndarray | None:
+        """Mask of the queries selection may pick (``None``: all)."""
+        return None
+
+    def _check(self, state: RunState) -> None:
         self._require_bounded(state)
         self._require_public(state)
+
+    def run(self, loop: DirectLoop):
+        state = loop.state
+        self._check(state)
         started = time.perf_counter()
         data, ledger, rng = state.data, loop.ledger, loop.rng
         n = data.n
         columns = list(data.private.columns)
-        pub = data.public.to_frame()[columns]
-        support, counts = np.unique(pub.to_numpy(), axis=0, return_counts=True)
+        support, A, note = self._support(state, rng)
         self.support = pd.DataFrame(support, columns=columns)
-        A = counts / counts.sum()
         self.initial = A.copy()
         queries = CountingQueries(state.workload, data.sizes)
+        selectable = self._selectable(queries, columns)
+        n_candidates = queries.total if selectable is None else int(selectable.sum())
         # each support record's cell in each workload marginal
         cells = []
         for cl in queries.cliques:
             idx = np.zeros(len(support), dtype=np.int64)
             for c in cl:
                 idx = idx * data.sizes[c] + support[:, columns.index(c)]
-            cells.append(idx)
+            cells.append(idx.astype(np.int32))
         true = queries.answers(data.private)
 
         def answers(weights: np.ndarray) -> np.ndarray:
@@ -98,9 +118,7 @@ class PMWPub(SelfRunningMechanism):
                                    for ix, m in zip(cells, np.diff(queries.offsets))])
 
         size_mb = len(support) * 8 / 2 ** 20
-        yield loop.event(0, [], PUBLIC, None, None, 0.0, 0.0, started, size_mb,
-                         note=f"initialisation: public distribution on {len(support)} distinct "
-                              f"public records")
+        yield loop.event(0, [], PUBLIC, None, None, 0.0, 0.0, started, size_mb, note=note)
         eps0 = privacy.pmw_pub_eps0(ledger.total, self.T)
         sens = 1.0 / n
         sigma = 1.0 / (n * eps0)           # std of the noise on the fraction
@@ -112,8 +130,10 @@ class PMWPub(SelfRunningMechanism):
             scores = np.abs(synth - true)
             rho_select = privacy.permute_and_flip_rho(eps0)
             ledger.charge(rho_select, round=t, step="select", mechanism="permute-and-flip",
-                          detail=f"{queries.total} counting queries")
-            q = privacy.report_noisy_max_exponential(scores, eps0, sens, rng)
+                          detail=f"{n_candidates} counting queries")
+            q = loop.noise.permute_and_flip(  # research: rng; release: OpenDP
+                scores if selectable is None else np.where(selectable, scores, -np.inf),
+                eps0, sens)
             i, a, rho_measure = measure_counting_query(state, queries, q, true, sigma, sens, rng,
                                                        t, last=t == self.T)
             hit = (cells[i] == q - queries.offsets[i]).astype(float)
@@ -121,7 +141,7 @@ class PMWPub(SelfRunningMechanism):
             A /= A.sum()
             total += A
             yield loop.event(t, [queries.cliques[i]], PRIVATE, n * sigma, eps0, rho_select,
-                             rho_measure, started, size_mb, queries.total,
+                             rho_measure, started, size_mb, n_candidates,
                              note=f"cell {queries.describe(q)}",
                              curator=queries.curator(scores, q))
         self.distribution = total / self.T
@@ -131,3 +151,77 @@ class PMWPub(SelfRunningMechanism):
         p = self.distribution / self.distribution.sum()
         pick = rng.choice(len(self.support), size=rows, p=p)
         return self.support.iloc[pick].reset_index(drop=True)
+
+
+#: vPMW: the support holds about this many records (each record's public values
+#: repeated, with private values drawn uniformly); see :class:`VPMW`.
+VPMW_SUPPORT_SIZE = 50_000
+
+
+class VPMW(PMWPub):
+    """vPMW (seed 002): PMW-Pub for a *vertical* split, public columns ``P`` and
+    private columns ``Q`` of the one private table; bounded DP (neighbours
+    differ in one record's private values).
+
+    **Support.** Multiplicative weights needs a finite support. The full domain
+    (on Adult about 10^15 cells) is out of reach, and so is the seed paper's
+    initial distribution as a table (a model of the 3-way marginals of ``P``
+    times uniform on ``Q``). We use a *sampled* support instead: every record's
+    public values (the table's own public columns, which are public), repeated
+    ``k = max(1, round(support_size / n))`` times, each copy with private values
+    drawn uniformly and independently from ``Q``'s domain (data-independent
+    draws from the run's generator). With equal initial weights the initial
+    distribution's marginals on ``P`` equal the table's exactly (so its 3-way
+    marginals of public columns are the seed paper's initialisation), and ``Q``
+    is approximately uniform and independent of ``P``. ``k n`` records
+    (default about 50,000: Adult 2 copies, Titanic 50) keep a round's answers
+    under a second. Like PMW-Pub it can only re-weight its support: private
+    value combinations never drawn cannot appear.
+
+    **Rounds** as PMW-Pub (same ``eps0``, permute-and-flip, Gaussian,
+    update, average of iterates), over the counting queries that touch a
+    private column (sensitivity ``1/n``); queries inside ``P`` are exact at
+    the start and are not selected (they would cost budget for a public answer).
+    """
+
+    name = "vpmw"
+    uses_public_rows = False
+    uses_public_columns = True
+
+    def __init__(self, public_columns: Sequence[str] = (), rounds: int | None = None,
+                 support_size: int = VPMW_SUPPORT_SIZE, max_model_size: float | None = None):
+        super().__init__(rounds=rounds, max_model_size=max_model_size)
+        self.public_columns = parse_public_columns("vPMW", public_columns)
+        if int(support_size) < 1:
+            raise ConfigError(f"support_size must be positive, got {support_size!r}.")
+        self.support_size = int(support_size)
+        self.private_columns: tuple[str, ...] = ()
+
+    def _check(self, state: RunState) -> None:
+        self._require_bounded(state)
+        self.private_columns = check_public_split("vPMW", self.public_columns, state.data.sizes)
+
+    def _support(self, state: RunState, rng: np.random.Generator):
+        data = state.data
+        columns = list(data.private.columns)
+        codes = data.private.to_frame()[columns].to_numpy()
+        k = max(1, int(round(self.support_size / data.n)))
+        support = np.tile(codes, (k, 1))
+        for c in self.private_columns:
+            j = columns.index(c)
+            support[:, j] = rng.integers(0, data.sizes[c], size=len(support))
+        return support, np.full(len(support), 1.0 / len(support)), \
+            (f"initialisation: {len(support)} records ({k} per record: its public values "
+             f"{', '.join(self.public_columns)}, uniform private values)")
+
+    def _selectable(self, queries: CountingQueries, columns: Sequence[str]) -> np.ndarray:
+        public = set(self.public_columns)
+        mask = np.ones(queries.total, dtype=bool)
+        for i, cl in enumerate(queries.cliques):
+            if set(cl) <= public:
+                mask[queries.offsets[i]:queries.offsets[i + 1]] = False
+        if not mask.any():
+            raise ConfigError("vPMW: every workload marginal lies inside the public columns, so "
+                              "there is nothing private to measure.",
+                              hint="Use a workload with private columns, or public-only.")
+        return mask

@@ -159,24 +159,32 @@ def measure_counting_query(state: RunState, queries: "CountingQueries", q: int, 
     the ledger exactly), clips the noisy fraction to [0, 1], appends the
     released measurement (in counts) to ``state.measurements`` and returns
     ``(index of the query's clique, clipped fraction, rho charged)``.
+
+    The noise comes from ``state.noise`` (``rng`` when the state has none):
+    in research mode continuous Gaussian on the fraction; in release mode the
+    query as an integer count (sensitivity 1) plus discrete Gaussian noise of
+    std ``n sigma``, scaled back. Either way the cost is
+    ``(1/n)^2 / (2 sigma^2) = 1 / (2 (n sigma)^2)``.
     """
     i, cell = queries.locate(q)
     ledger = state.ledger
     rho = closing_charge(ledger, privacy.gaussian_rho(sigma, sensitivity), last)
     ledger.charge(rho, round=round_, step="measure", mechanism="gaussian",
                   detail=f"{'×'.join(queries.cliques[i])}[{queries.describe(q)}]")
-    a = float(np.clip(true[q] + privacy.gaussian_noise(rng, sigma, 1)[0], 0.0, 1.0))
     n = state.n
+    noise = state.noise if state.noise is not None else privacy.ResearchNoise(rng)
+    a, released = noise.noisy_fraction(true[q], n, sigma)
     state.measurements.append(QueryMeasurement(
-        round_, queries.cliques[i], PRIVATE, n * sigma, np.array([n * a]), 1.0, cell))
+        round_, queries.cliques[i], PRIVATE, n * sigma, np.array([released]), 1.0, cell))
     return i, a, rho
 
 
 def check_no_public_columns(name: str, public_columns: Sequence[str], variant: str) -> None:
     if public_columns:
-        raise ConfigError(f"{name} does not use public columns; its public-columns variant "
-                          f"{variant} is not implemented yet.",
-                          hint="Run it with public rows only, or use vjam-pgm for public columns.")
+        raise ConfigError(f"{name} does not use public columns; its public-columns variant is "
+                          f"{variant} (--mechanism {variant.lower()}).",
+                          hint="Run it with public rows only, or choose the variant for public "
+                               "columns.")
 
 
 class DirectLoop:
@@ -189,7 +197,8 @@ class DirectLoop:
     """
 
     def __init__(self, mechanism: SelfRunningMechanism, data: PreparedData, workload: Workload,
-                 *, rho: float, neighbours: Neighbours, seed: int | None, **_pgm_options):
+                 *, rho: float, neighbours: Neighbours, seed: int | None,
+                 mode: str = "research", **_pgm_options):
         self.mechanism = mechanism
         self.data = data
         self.workload = workload
@@ -197,10 +206,11 @@ class DirectLoop:
         self.ledger = Ledger(rho)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self.noise = privacy.noise_source(mode, self.rng)  # as the Engine's
         self.estimator = PGMEstimator(data.sizes)
         total = float(data.n)
         self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
-                              self.estimator.uniform(total))
+                              self.estimator.uniform(total), noise=self.noise)
         self.events: list[RoundEvent] = []
         self.model = None
 
