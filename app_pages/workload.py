@@ -7,6 +7,13 @@ from synth_core.mechanisms import MECHANISMS
 from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, mechanism_description,
                                   mechanism_parameters, workload_spec)
 
+#: Help of the mechanisms' on/off options.
+BOOL_OPTION_HELP = {
+    "conditional": "Conditional generation (needs public columns): every record keeps its real "
+                   "public values; only its private columns are sampled from the model, "
+                   "conditioned on them.",
+}
+
 wb = data_page("Workload and budget")
 s = wb.settings
 names = list(wb.schema.names)
@@ -102,14 +109,18 @@ with st.form("budget_form"):
     final_iters = h4.number_input("Final fit iterations", min_value=1, max_value=100000,
                                   key="final_fit_iters")
     extra = {k: v for k, v in params.items() if k not in ("rounds", "max_model_size")
-             and isinstance(v, (int, float)) and not isinstance(v, bool)}
+             and isinstance(v, (int, float))}
     options = {}
     if extra:
         with st.expander(f"Advanced: {mech}'s own parameters (paper defaults)"):
             cols = st.columns(min(4, len(extra)))
             for i, (name, default) in enumerate(extra.items()):
                 current = s.options.get(name, default) if mech == s.mechanism else default
-                if isinstance(default, int):
+                if isinstance(default, bool):
+                    value = cols[i % len(cols)].checkbox(
+                        name, value=bool(current), key=f"opt_{mech}_{name}",
+                        help=BOOL_OPTION_HELP.get(name))
+                elif isinstance(default, int):
                     value = cols[i % len(cols)].number_input(name, value=int(current), step=1,
                                                              key=f"opt_{mech}_{name}")
                 else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -20,6 +21,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from .conditional import generate_conditionally, split_columns
 from .engine import Engine, Measurement, PreparedData, RoundEvent
 from .errors import ConfigError, DataError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
@@ -27,13 +29,17 @@ from .marginals import CodedTable
 from .mechanisms import MECHANISMS, accepts_option, make_mechanism
 from .mechanisms.query_release import DirectLoop
 from .model import FittedModel
-from .privacy import Ledger, Neighbours, rho_from_epsilon_delta
-from .report import build_report, privacy_statement, write_json, write_table
-from .schema import Schema, infer_schema, load_schema
+from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
+from .report import build_report, check_release, privacy_statement, write_json, write_table
+from .schema import Schema, declared_schema, infer_schema, load_schema
 from .tables import PublicInfo, PublicRows, load_table, prepare_tables
 from .workload import Workload, parse_workload
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+class RunWarning(UserWarning):
+    """Something the user should know about a finished run (also listed in the report)."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +58,20 @@ class RunConfig:
     final_fit_iters: int = 1000
     fit_tol: float = 1e-4
     options: dict = field(default_factory=dict)
+    #: "research" (seedable, continuous Gaussian), "release" (discrete Gaussian,
+    #: secure randomness, never seeded) or None: research when seeded, else release
+    mode: str | None = None
+
+    @property
+    def run_mode(self) -> str:
+        """The mode the run uses (``mode`` resolved against ``seed``)."""
+        return resolve_mode(self.mode, self.seed)
 
     def validate(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise ConfigError(f"Unknown mechanism {self.mechanism!r}.",
                               hint=f"Available: {', '.join(MECHANISMS)}.")
+        resolve_mode(self.mode, self.seed)
         Neighbours.parse(self.neighbours)
         rho_from_epsilon_delta(self.epsilon, self.delta)
         if self.rounds is not None and self.rounds < 1:
@@ -78,6 +93,8 @@ class Inputs:
     data: PreparedData
     public: PublicInfo
     public_label: str | None
+    #: the private records' own values of the public columns (conditional generation keeps them)
+    public_values: pd.DataFrame | None = None
 
 
 @dataclass
@@ -124,17 +141,9 @@ def _as_frame(table, role: str) -> tuple[pd.DataFrame, str]:
                     f"not {type(table).__name__}.")
 
 
-def _split_columns(value) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return tuple(c.strip() for c in value.split(",") if c.strip())
-    return tuple(value)
-
-
 def _public_columns(run_value, option_value) -> tuple[str, ...]:
     """The run's public columns, given to ``run`` and/or as a mechanism option."""
-    from_run, from_option = _split_columns(run_value), _split_columns(option_value)
+    from_run, from_option = split_columns(run_value), split_columns(option_value)
     if from_run and from_option and set(from_run) != set(from_option):
         raise ConfigError("Public columns were given twice and differ: "
                           f"{', '.join(from_run)} (run) and {', '.join(from_option)} (option).",
@@ -144,8 +153,20 @@ def _public_columns(run_value, option_value) -> tuple[str, ...]:
 
 def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
                    public_columns: Sequence[str] = (), data_name: str | None = None,
-                   public_name: str | None = None) -> Inputs:
-    """Load, split and encode a run's tables; decide where the domain comes from."""
+                   public_name: str | None = None, backend: str = "memory",
+                   backend_options: dict | None = None) -> Inputs:
+    """Load, split and encode a run's tables; decide where the domain comes from.
+
+    ``backend`` ("memory", "duckdb" or "spark", see :mod:`synth_core.backends`)
+    says where the private marginals are counted; the engine backends leave
+    the private file where it is.
+    """
+    if backend != "memory":
+        from .backends.inputs import prepare_backend_inputs
+        return Inputs(*prepare_backend_inputs(
+            data, public, schema=schema, public_flag=public_flag, public_columns=public_columns,
+            data_name=data_name, public_name=public_name, backend=backend,
+            options=backend_options))
     private_df, pname = _as_frame(data, "private table")
     pname = data_name or pname
     rows = None
@@ -162,13 +183,8 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
         public_label = f"rows of '{pname}' flagged by column '{public_flag}'"
     info = PublicInfo(rows=rows, columns=tuple(public_columns))
 
-    if isinstance(schema, Schema):
-        sch = schema
-    elif isinstance(schema, (str, Path)):
-        sch = load_schema(schema)
-    elif isinstance(schema, dict):
-        sch = Schema.from_json(schema)
-    elif schema is None:
+    sch = declared_schema(schema)
+    if sch is None:
         if rows is not None and rows.table is not None:
             sch = infer_schema(rows.table, source="public")
         elif rows is not None:
@@ -177,8 +193,6 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
         else:
             frame = private_df.drop(columns=[public_flag]) if public_flag else private_df
             sch = infer_schema(frame, source="private")
-    else:
-        raise ConfigError(f"schema must be a Schema, a dict or a path, not {type(schema).__name__}.")
 
     try:
         private_codes, public_codes = prepare_tables(private_df, sch, info, private_name=pname)
@@ -191,7 +205,11 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
     sizes = sch.sizes
     data_ = PreparedData(CodedTable.from_frame(private_codes, sizes),
                          CodedTable.from_frame(public_codes, sizes) if public_codes is not None else None)
-    return Inputs(sch, data_, info, public_label)
+    values = None
+    if public_columns:
+        own = rows.split(private_df)[0] if rows is not None and rows.flag_column else private_df
+        values = own[list(public_columns)].reset_index(drop=True)
+    return Inputs(sch, data_, info, public_label, values)
 
 
 @dataclass
@@ -209,6 +227,7 @@ class RunResult:
     synthetic: pd.DataFrame
     report: dict
     seconds: float
+    warnings: list = field(default_factory=list)
 
     @property
     def synthetic_table(self) -> CodedTable:
@@ -251,6 +270,11 @@ class Synthesizer:
             GEM, GEM-Pub: 50) or AIM's budget scale (default 16 d).
         seed: makes the run reproducible (research mode); ``None`` draws a
             fresh seed from the operating system.
+        mode: ``"research"`` (continuous Gaussian and Gumbel noise from the
+            seeded numpy generator) or ``"release"`` (discrete Gaussian on
+            integer counts and exact selection noise from OpenDP's secure
+            source; refuses a seed). Default: research when ``seed`` is given,
+            release when ``seed=None``.
         max_model_size: the Private-PGM model size limit in MB (default 80).
         **options: mechanism options, e.g. GEM's ``hidden``, ``inner_steps``
             (see docs/mechanisms.md).
@@ -260,12 +284,12 @@ class Synthesizer:
                  workload: str | Workload = "all-3way", neighbours: str = "bounded",
                  rounds: int | None = None, seed: int | None = 0, max_model_size: float = 80.0,
                  fit_iters: int = 100, final_fit_iters: int = 1000, fit_tol: float = 1e-4,
-                 **options):
+                 mode: str | None = None, **options):
         self._workload = workload if isinstance(workload, Workload) else None
         self.config = RunConfig(mechanism, float(epsilon), float(delta), str(neighbours),
                                 workload if isinstance(workload, str) else workload.description,
                                 rounds, seed, float(max_model_size), int(fit_iters),
-                                int(final_fit_iters), float(fit_tol), dict(options))
+                                int(final_fit_iters), float(fit_tol), dict(options), mode)
         self.config.validate()
         self.result: RunResult | None = None
         self.engine: Engine | None = None
@@ -278,7 +302,8 @@ class Synthesizer:
 
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,
             public_columns: Sequence[str] = (), data_name: str | None = None,
-            public_name: str | None = None) -> Iterator[RoundEvent]:
+            public_name: str | None = None, backend: str = "memory",
+            backend_options: dict | None = None) -> Iterator[RoundEvent]:
         """Run the mechanism, yielding a :class:`RoundEvent` per round.
 
         ``public_columns`` (a list, or a comma-separated string) marks columns
@@ -297,17 +322,28 @@ class Synthesizer:
         if public_columns:
             if not accepts_option(cfg.mechanism, "public_columns"):
                 raise ConfigError(f"{cfg.mechanism} does not use public columns.",
-                                  hint="Choose vjam-pgm, or run without public columns.")
+                                  hint="Choose vjam-pgm or conditional aim (--conditional), or "
+                                       "run without public columns.")
             # the mechanism decides (vjam-pgm uses them; the others refuse them)
             options["public_columns"] = public_columns
+        if options.get("conditional") and not accepts_option(cfg.mechanism, "conditional"):
+            raise ConfigError(f"{cfg.mechanism} has no conditional generation.",
+                              hint="Conditional generation is offered for aim and vjam-pgm.")
         inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
                                 public_columns=public_columns, data_name=data_name,
-                                public_name=public_name)
+                                public_name=public_name, backend=backend,
+                                backend_options=backend_options)
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
+        if backend != "memory":  # count the workload's marginals in batched passes up front
+            from .backends import prefetch
+            prefetch(inputs.data.private, workload.cliques)
         neighbours = Neighbours.parse(cfg.neighbours)
         rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)
-        research = cfg.seed is not None
-        seed = cfg.seed if research else secrets.randbits(63)
+        mode = cfg.run_mode
+        seeded = cfg.seed is not None
+        # release mode: this seed only drives data-independent draws (sampling the
+        # synthetic records, a network's initial weights); the noise is OpenDP's
+        seed = cfg.seed if seeded else secrets.randbits(63)
         if cfg.mechanism != "public-only":
             options.setdefault("max_model_size", cfg.max_model_size)
             if cfg.rounds is not None:
@@ -318,46 +354,66 @@ class Synthesizer:
         runner = DirectLoop if getattr(mechanism, "own_loop", False) else Engine
         engine = runner(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
                         seed=seed, fit_iters=cfg.fit_iters, final_fit_iters=cfg.final_fit_iters,
-                        fit_tol=cfg.fit_tol)
+                        fit_tol=cfg.fit_tol, mode=mode)
         self.engine = engine
         yield from engine.rounds()
 
         rng = np.random.default_rng([seed, 1])
         rows = inputs.data.n if neighbours.n_is_public else max(1, int(round(engine.model.total)))
+        conditional_on = tuple(getattr(mechanism, "conditional_on", ()))
         if hasattr(mechanism, "direct_sample"):
             codes = mechanism.direct_sample(engine.state, rows, rng)
+        elif conditional_on:
+            codes = generate_conditionally(engine.model, inputs.data.private.to_frame(),
+                                           conditional_on, rng)
         else:
             codes = engine.model.sample(rows, int(rng.integers(2 ** 32)))
         synthetic = inputs.schema.decode(codes, rng)
+        if conditional_on and inputs.public_values is not None:
+            # each record keeps its own public values (not a value redrawn inside their bin)
+            for c in conditional_on:
+                synthetic[c] = inputs.public_values[c].to_numpy()
+        run_warnings = list(getattr(mechanism, "warnings", []))
+        for message in run_warnings:
+            warnings.warn(message, RunWarning, stacklevel=2)
         if not mechanism.uses_public_rows:
             inputs.public_label = None  # given but unused: not part of the release's claims
-        report = self._report(inputs, workload, engine, rho, research, len(synthetic))
+        report = self._report(inputs, workload, engine, rho, seeded, len(synthetic))
+        report["warnings"] = run_warnings
+        conditioning = getattr(mechanism, "conditioning_report", lambda: None)()
+        if conditioning is not None:
+            report["conditional_generation"] = conditioning
+        check_release(report)
         self.result = RunResult(cfg, inputs, workload, engine.events, engine.state.measurements,
                                 engine.ledger, engine.model, codes, synthetic, report,
-                                time.perf_counter() - started)
+                                time.perf_counter() - started, run_warnings)
 
     def _report(self, inputs: Inputs, workload: Workload, engine: Engine, rho: float,
-                research: bool, rows: int) -> dict:
+                seeded: bool, rows: int) -> dict:
         cfg = self.config
         bounded = Neighbours.parse(cfg.neighbours).n_is_public
         statement = privacy_statement(
             rho=rho, epsilon=cfg.epsilon, delta=cfg.delta, neighbours=cfg.neighbours,
             public_rows=inputs.public_label, public_columns=inputs.public.columns,
             private_columns=_private_columns(inputs),
-            domain_source=inputs.schema.source, research_mode=research, spent=engine.ledger.spent)
+            domain_source=inputs.schema.source, research_mode=engine.noise.mode == "research",
+            spent=engine.ledger.spent, seeded=seeded)
         privacy = {
             "accounting": "rho-zCDP, fully adaptive composition",
             "epsilon": cfg.epsilon, "delta": cfg.delta, "rho": rho,
             "rho_spent": engine.ledger.spent,
             "neighbours": cfg.neighbours,
             "conversion": "exact (Canonne, Kamath, Steinke 2020)",
-            "noise": "continuous Gaussian (research mode)",
-            "selection": getattr(engine.mechanism, "selection", "exponential mechanism (Gumbel-max)"),
-            "seeded": research,
+            "mode": engine.noise.mode,
+            "noise": engine.noise.noise,
+            "selection": getattr(engine.mechanism, "selection", "exponential mechanism (Gumbel-max)")
+                         + "; " + engine.noise.selection_source,
+            "seeded": seeded,
             "statement": statement,
         }
         config = cfg.to_json()
-        if not research:
+        config["mode"] = engine.noise.mode
+        if not seeded:
             config["seed"] = None
         return build_report(
             config=config, privacy=privacy, domain_source=inputs.schema.source,
@@ -379,6 +435,7 @@ class Synthesizer:
 
 def synthesize(data, public=None, *, mechanism: str = "jam-pgm", **kwargs) -> RunResult:
     """One call: run a mechanism to the end and return the :class:`RunResult`."""
-    run_keys = {"schema", "public_flag", "public_columns", "data_name", "public_name"}
+    run_keys = {"schema", "public_flag", "public_columns", "data_name", "public_name", "backend",
+                "backend_options"}
     run_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in run_keys}
     return Synthesizer(mechanism, **kwargs).fit(data, public, **run_kwargs)

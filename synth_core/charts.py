@@ -20,7 +20,10 @@ MIXED_COLOR = "#7f7f7f"
 SELECT_COLOR = "#7570b3"
 TOTAL_COLOR = "#333333"
 
-SOURCE_COLORS = {"public": PUBLIC_COLOR, "private": PRIVATE_COLOR}
+PUBLIC_COLUMNS_COLOR = "#66a61e"
+
+SOURCE_COLORS = {"public": PUBLIC_COLOR, "private": PRIVATE_COLOR,
+                 "public-columns": PUBLIC_COLUMNS_COLOR}
 
 
 def source_color(source: str) -> str:
@@ -52,7 +55,7 @@ def _label(event) -> str:
 def rounds_figure(events: Sequence, rounds_planned: int | None = None) -> go.Figure:
     """The chosen marginal of every round, coloured by public/private source."""
     fig = go.Figure()
-    for source in ("private", "public", "other"):
+    for source in ("private", "public", "public-columns", "other"):
         evs = [e for e in events if (e.source == source) or
                (source == "other" and e.source not in SOURCE_COLORS)]
         if not evs:

@@ -13,8 +13,11 @@ EPILOG = """examples:
             --epsilon 1 --delta 1e-9 --workload all-3way --rounds 30 --seed 0 \\
             --out synth.parquet --report report.json
   synth run --data table.csv --public-flag is_public --mechanism aim --epsilon 3 --out synth.csv
+  synth run --data big.parquet --schema schema.json --backend duckdb --mechanism aim --epsilon 1
   synth run --sample titanic --no-public --public-columns pclass,sex --mechanism vjam-pgm \\
             --epsilon 1 --seed 0
+  synth run --sample titanic --no-public --public-columns pclass,sex --mechanism aim \\
+            --conditional --epsilon 1 --seed 0
 """
 
 
@@ -42,7 +45,22 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--public-columns", metavar="COL,COL,...",
                      help="public columns (vertical split): comma-separated columns of --data "
                           "known for every record; the guarantee then protects the other "
-                          "columns only (used by vjam-pgm; other mechanisms refuse them)")
+                          "columns only (used by vjam-pgm, and by aim/vjam-pgm with "
+                          "--conditional; other mechanisms refuse them)")
+    src.add_argument("--conditional", action="store_true",
+                     help="conditional generation (aim, vjam-pgm; needs --public-columns): "
+                          "every record keeps its public values and only its private columns "
+                          "are sampled from the model, conditioned on them")
+    src.add_argument("--condition-max-mb", type=float, default=None, metavar="MB",
+                     help="with --conditional: bound (MB of junction tree) on the exact public "
+                          "marginals the model is fitted with (default: 10); the report lists "
+                          "those left out")
+    src.add_argument("--backend", default="memory", choices=["memory", "duckdb", "spark"],
+                     help="where the private marginals are counted: memory (numpy, loads the "
+                          "table; default), duckdb (counts a .parquet/.csv file out of core "
+                          "without loading it) or spark (Apache Spark; master from "
+                          "$SYNTH_SPARK_MASTER, default local). duckdb and spark need the "
+                          "domain from --schema or --public (see docs/backends.md)")
     src.add_argument("--no-public", action="store_true",
                      help="ignore the sample's public table")
     src.add_argument("--schema", metavar="PATH",
@@ -74,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--seed", type=int, default=None,
                       help="seed for a reproducible research-mode run (default: a fresh "
                            "seed from the operating system)")
+    mech.add_argument("--mode", default=None, choices=["research", "release"],
+                      help="research: continuous Gaussian and Gumbel noise from the seeded "
+                           "generator (reproducible, fast); release: discrete Gaussian on "
+                           "integer counts and exact selection noise from OpenDP's secure "
+                           "source (cannot be seeded). Default: research with --seed, "
+                           "release without")
     mech.add_argument("--fit-iters", type=int, default=100,
                       help="maximum mirror-descent iterations per round's fit (default: 100)")
     mech.add_argument("--final-fit-iters", type=int, default=1000,
@@ -142,26 +166,43 @@ def _run(args) -> int:
         if public is None and not args.public_flag and not args.no_public and sample.public is not None:
             public, public_name = sample.public, sample.public_name
         schema = schema or sample.schema
+        if args.backend != "memory":  # count the sample's file where it is
+            from .api import SAMPLE_DIR, list_samples
+            preset = {p["name"]: p for p in list_samples()}[args.sample]
+            data, data_name = SAMPLE_DIR / preset["private"], None
     else:
         data = args.data
     if args.no_public:
         public = None
+    options = _parse_options(args.option)
+    if args.conditional:
+        options["conditional"] = True
+    if args.condition_max_mb is not None:
+        if not args.conditional:
+            raise SynthError("--condition-max-mb only applies with --conditional.")
+        options["condition_max_mb"] = args.condition_max_mb
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta,
                         workload=args.workload, neighbours=args.neighbours, rounds=args.rounds,
                         seed=args.seed, max_model_size=args.max_model_size,
                         fit_iters=args.fit_iters, final_fit_iters=args.final_fit_iters,
-                        fit_tol=args.fit_tol, **_parse_options(args.option))
+                        fit_tol=args.fit_tol, mode=args.mode, **options)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
-        f"({args.neighbours} DP), workload {args.workload}")
+        f"({args.neighbours} DP), workload {args.workload}, {synth.config.run_mode} mode")
     public_columns = _parse_columns(args.public_columns)
     for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
                            public_columns=public_columns, data_name=data_name,
-                           public_name=public_name):
+                           public_name=public_name, backend=args.backend):
         say(event.describe())
     result = synth.result
+    if args.backend != "memory":
+        stats = result.inputs.data.private.stats
+        say(f"counted with {args.backend}: {stats.cliques} marginals in {stats.passes} passes, "
+            f"{stats.bytes_scanned / 2**20:.1f} MiB scanned, {stats.seconds:.1f}s")
     result.write(args.out, args.report)
     ledger = result.ledger
+    for message in result.warnings:
+        print(f"synth: warning: {message}", file=sys.stderr)
     say(f"spent rho={ledger.spent:.6g} of {ledger.total:.6g} in {len(result.events)} rounds, "
         f"{result.seconds:.1f}s")
     say(f"wrote {args.out} ({len(result.synthetic)} rows) and {args.report}")

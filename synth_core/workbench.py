@@ -37,7 +37,7 @@ from .privacy import cdp_epsilon, rho_from_epsilon_delta
 from .report import DOMAIN_NOTES, atomic_write_bytes, check_release, write_table
 from .runner import FINISHED, RunWorker, SweepWorker
 from .schema import ColumnSpec, Schema, infer_schema
-from .tables import PublicInfo, PublicRows, load_table
+from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicInfo, PublicRows, load_table
 from .workload import Workload, parse_workload
 
 #: epsilon choices of the log-scale slider
@@ -72,6 +72,14 @@ def describe_domain(source: str) -> str:
 #: (frozen; the page replaces it with ``dataclasses.replace``). ``rounds=None``
 #: means the mechanism's paper default.
 RunSettings = RunConfig
+
+
+def _upload_label(filename) -> str:
+    """A printable label for an uploaded file's name: its last path component,
+    without NUL or other control characters (``upload`` if nothing is left)."""
+    text = "".join(ch for ch in str(filename or "") if ch.isprintable())
+    last = re.split(r"[\\/]", text)[-1].strip()
+    return last if last not in ("", ".", "..") else "upload"
 
 
 @dataclass
@@ -115,8 +123,11 @@ def mechanism_description(name: str) -> str:
 
 
 def supports_public_columns(name: str) -> bool:
-    """Whether the mechanism's constructor takes ``public_columns``."""
-    return "public_columns" in inspect.signature(MECHANISMS[name].__init__).parameters
+    """Whether the mechanism uses public columns (a class may say so with
+    ``uses_public_columns``; otherwise: its constructor takes ``public_columns``)."""
+    cls = MECHANISMS[name]
+    takes = "public_columns" in inspect.signature(cls.__init__).parameters
+    return bool(getattr(cls, "uses_public_columns", takes))
 
 
 def workload_spec(kind: str, *, k: int = 3, targets: Sequence[str] = (),
@@ -411,11 +422,21 @@ class Workbench(_CompareMixin):
 
     @staticmethod
     def _read_upload(filename: str, content: bytes) -> pd.DataFrame:
-        name = Path(filename or "upload.csv").name
+        """Read uploaded bytes. The browser's file name only picks the format (its
+        suffix) and labels errors: the bytes are saved as ``upload<suffix>`` in a
+        fresh temporary folder, so no name (``..``, ``a/..``, NUL bytes) can point
+        anywhere else."""
+        label = _upload_label(filename or "upload.csv")
+        lower = label.lower()
+        suffix = next((sfx for sfx in sorted(CSV_SUFFIXES + PARQUET_SUFFIXES, key=len, reverse=True)
+                       if lower.endswith(sfx)), None)
+        if suffix is None:
+            raise DataError(f"cannot read '{label}': unsupported file type.",
+                            hint=f"Upload a {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)} file.")
         with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / name
+            path = Path(tmp) / f"upload{suffix}"
             path.write_bytes(content)
-            return load_table(path, name=name)
+            return load_table(path, name=label)
 
     def _set_data(self, df: pd.DataFrame, name: str, sample: str | None) -> None:
         self.loads += 1
@@ -882,7 +903,8 @@ class Workbench(_CompareMixin):
         return Synthesizer(s.mechanism, epsilon=s.epsilon, delta=s.delta, workload=s.workload,
                            neighbours=s.neighbours, rounds=s.rounds, seed=s.seed,
                            max_model_size=s.max_model_size, fit_iters=s.fit_iters,
-                           final_fit_iters=s.final_fit_iters, fit_tol=s.fit_tol, **options)
+                           final_fit_iters=s.final_fit_iters, fit_tol=s.fit_tol, mode=s.mode,
+                           **options)
 
     def stop_run(self) -> None:
         if self.worker is not None:
@@ -991,6 +1013,8 @@ class Workbench(_CompareMixin):
             args += ["--rounds", str(s.rounds)]
         if s.seed is not None:
             args += ["--seed", str(s.seed)]
+        if s.mode is not None:
+            args += ["--mode", s.mode]
         breaks.append(len(args))
         args += ["--max-model-size", f"{s.max_model_size:g}", "--fit-iters", str(s.fit_iters),
                  "--final-fit-iters", str(s.final_fit_iters), "--fit-tol", f"{s.fit_tol:g}"]

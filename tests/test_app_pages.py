@@ -310,13 +310,15 @@ def test_run_page_shows_a_failed_run_cleanly():
     assert "No finished run yet" in texts(at)
 
 
-def test_run_page_refuses_public_columns_with_jam():
-    at = go(load_titanic(new_app()), "app_pages/public.py")
+def test_run_page_refuses_public_columns_with_mwem():
+    at = load_titanic(new_app())
+    at.session_state["wb"].update_settings(mechanism="mwem-pgm")
+    go(at, "app_pages/public.py")
     at.multiselect(key="public_columns").set_value(["sex"]).run()
     assert any("does not use public columns yet" in w.value for w in at.warning)
     go(at, "app_pages/run.py")
     at.button(key="start_run").click().run()
-    assert errors(at) and "jam-pgm does not use public columns yet." in errors(at)[0]
+    assert errors(at) and "mwem-pgm does not use public columns yet." in errors(at)[0]
     assert at.session_state["wb"].worker is None
 
 
@@ -365,6 +367,14 @@ def test_workload_page_offers_every_mechanism_and_its_parameters():
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
     assert wb.settings.options == {"alpha": 0.7}     # refused, unchanged
     assert errors(at) and "alpha" in errors(at)[0]
+    # on/off options are checkboxes: conditional generation for AIM
+    at.selectbox(key="mechanism").set_value("aim").run()
+    box = at.checkbox(key="opt_aim_conditional")
+    assert box.value is False and "public values" in box.help
+    box.check()
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert not errors(at)
+    assert wb.settings.mechanism == "aim" and wb.settings.options == {"conditional": True}
 
 
 def test_widgets_follow_the_workbench_after_a_new_table():

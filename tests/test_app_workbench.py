@@ -166,8 +166,10 @@ def test_public_columns_and_unsupported_mechanism(wb):
         wb.set_public_columns(list(wb.schema.names))
     wb.set_public_columns(["sex"])
     assert wb.public_columns == ("sex",)
-    assert not supports_public_columns("jam-pgm") and supports_public_columns("aim")
+    assert not supports_public_columns("mwem-pgm") and not supports_public_columns("public-only")
+    assert supports_public_columns("aim") and supports_public_columns("jam-pgm")
     wb.update_settings(**FAST)
+    wb.update_settings(mechanism="public-only")
     with pytest.raises(ConfigError, match="does not use public columns"):
         wb.start_run()
     assert wb.worker is None
@@ -176,6 +178,14 @@ def test_public_columns_and_unsupported_mechanism(wb):
     assert worker.wait(60)
     run = wb.collect()
     assert run.status == "failed" and "public columns" in run.failure.message
+    # with conditional generation on, AIM runs and every record keeps its public value
+    wb.update_settings(mechanism="aim", rounds=8, options={"conditional": True})
+    worker = wb.start_run()
+    assert worker.wait(120)
+    run = wb.collect()
+    assert run.ok, run.failure
+    assert run.result.synthetic["sex"].tolist() == wb.data["sex"].tolist()
+    assert run.result.report["conditional_generation"]["conditioned_on"] == ["sex"]
 
 
 def test_public_proxy_error_is_curator_only(wb):

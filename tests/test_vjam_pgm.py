@@ -261,14 +261,19 @@ def engine_for(mech, small_private, small_schema, neighbours="bounded"):
                   neighbours=Neighbours.parse(neighbours), seed=0)
 
 
-def test_empty_public_columns_are_refused(small_private, small_schema):
-    # the mechanism can be configured first (the app's settings), the run refuses
-    for mech in (make_mechanism("vjam-pgm"), make_mechanism("vjam-pgm", public_columns=[])):
-        with pytest.raises(ConfigError, match="vJAM-PGM needs public columns"):
-            list(engine_for(mech, small_private, small_schema).rounds())
-    synth = Synthesizer("vjam-pgm", epsilon=1.0, rounds=2, workload=WORKLOAD)
-    with pytest.raises(ConfigError, match="vJAM-PGM needs public columns"):
-        list(synth.run(small_private, schema=small_schema))
+def test_without_public_columns_every_clique_is_private(small_private, small_schema):
+    # behaves like JAM-PGM without public data: private measurements only, and says so
+    from synth_core.api import RunWarning
+
+    synth = Synthesizer("vjam-pgm", epsilon=1.0, rounds=3, workload=WORKLOAD, fit_iters=20,
+                        final_fit_iters=40)
+    with pytest.warns(RunWarning, match="without public columns"):
+        events = list(synth.run(small_private, schema=small_schema))
+    result = synth.result
+    assert all(m.source == PRIVATE for m in result.measurements)
+    assert all(ev.source == PRIVATE for ev in events)
+    assert result.ledger.spent == pytest.approx(rho_from_epsilon_delta(1.0, 1e-9), rel=1e-9)
+    assert result.report["warnings"]
 
 
 def test_unknown_public_column_is_named(small_private, small_schema):
@@ -282,13 +287,19 @@ def test_unknown_public_column_is_named(small_private, small_schema):
     assert info.value.column == "nope"
 
 
-def test_all_columns_public_is_refused(small_private, small_schema):
-    mech = make_mechanism("vjam-pgm", public_columns=list(COLUMNS))
-    with pytest.raises(ConfigError, match="Every column is marked public"):
-        list(engine_for(mech, small_private, small_schema).rounds())
-    synth = Synthesizer("vjam-pgm", epsilon=1.0, rounds=2, workload=WORKLOAD)
-    with pytest.raises(SynthError, match="every column is marked public"):
-        list(synth.run(small_private, schema=small_schema, public_columns=list(COLUMNS)))
+def test_all_columns_public_spends_nothing_and_warns(small_private, small_schema):
+    from synth_core.api import RunWarning
+
+    synth = Synthesizer("vjam-pgm", epsilon=1.0, rounds=2, workload=WORKLOAD, fit_iters=20,
+                        final_fit_iters=40)
+    with pytest.warns(RunWarning, match="Every column is marked public"):
+        events = list(synth.run(small_private, schema=small_schema, public_columns=list(COLUMNS)))
+    result = synth.result
+    assert result.ledger.spent == 0 and not result.ledger.charges
+    assert [ev.round for ev in events] == [0]            # the exact measurements, no selection
+    assert {m.clique for m in result.measurements} == set(result.workload.cliques)
+    assert all(m.source == PUBLIC and m.noise_std == 0 for m in result.measurements)
+    assert "Every column is marked public" in result.report["warnings"][0]
 
 
 def test_unbounded_dp_is_refused(small_private, small_schema):
@@ -298,15 +309,15 @@ def test_unbounded_dp_is_refused(small_private, small_schema):
 
 
 def test_public_columns_reach_only_mechanisms_that_take_them(small_private, small_schema):
-    # AIM and MWEM+PGM take the option and refuse non-empty public columns (for now)
-    for name, message in (("aim", "AIM does not use public columns"),
+    # AIM (without --conditional) and MWEM+PGM take the option and refuse public columns
+    for name, message in (("aim", "AIM treats every column as private"),
                           ("mwem-pgm", r"MWEM\+PGM does not use public columns")):
         synth = Synthesizer(name, epsilon=1.0, rounds=8, workload=WORKLOAD)
         with pytest.raises(ConfigError, match=message):
             list(synth.run(small_private, schema=small_schema, public_columns=["sex"]))
-    # JAM-PGM has no such option: refused instead of silently ignored
-    synth = Synthesizer("jam-pgm", epsilon=1.0, rounds=2, workload=WORKLOAD)
-    with pytest.raises(ConfigError, match="jam-pgm does not use public columns"):
+    # the public-only baseline has no such option: refused instead of silently ignored
+    synth = Synthesizer("public-only", epsilon=1.0, workload=WORKLOAD)
+    with pytest.raises(ConfigError, match="public-only does not use public columns"):
         list(synth.run(small_private, small_private, schema=small_schema, public_columns=["sex"]))
     # given as an option and to run(): they must agree
     synth = Synthesizer("vjam-pgm", epsilon=1.0, rounds=2, workload=WORKLOAD,

@@ -14,14 +14,37 @@ the unspent measurement budget flows into later rounds (a public pick in the
 last round leaves it unspent). Candidates are filtered by the adaptive size
 limit ``max_size * rho_used / rho`` (counting the round's own budget). The
 model starts uniform and fits all measurements with equal weight.
+
+**Public rows and public columns together** (``public_columns``). Neighbours
+then differ in the private values of one record (bounded DP; ``n`` and every
+record's public values are public); the public rows are a separate table.
+Three sources compete in one exponential mechanism:
+
+* a clique inside the public columns has one candidate, ``public-columns``:
+  its exact marginal ``M_r(D_P)`` from the table itself (free; score
+  ``||M_r(D_P) - M_r(p)||_1``, which does not depend on private values).
+  The exact answer beats both a proxy and a noisy measurement of the same
+  marginal, so neither is offered for it; one inside an already measured
+  exact clique is left out;
+* a clique with a private column has JAM-PGM's two candidates: ``private``
+  (Gaussian, charged, score as above) and ``public`` (the public-row proxy
+  ``M_r(D_pub) n / n_pub``, free, JAM-PGM's public score).
+
+The score sensitivity stays 4 (the proxy score; the exact scores change by
+0, the private ones by at most 2). The exact public 1-way marginals are
+measured at the initialisation (free, nothing to select). The budget
+schedule and frugal budgeting are JAM-PGM's: an exact or proxy pick spends
+only the selection budget.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
 
 import numpy as np
 
 from .. import privacy
+from ..conditional import CONDITION_MAX_MB, ConditionalSetup, check_known_columns
 from ..engine import (PRIVATE, PUBLIC, AdaptiveMechanism, Candidate, RoundPlan, RunState,
                       expected_noise_l1, model_errors, size_filter)
 from ..errors import ConfigError
@@ -32,6 +55,8 @@ JAM_MEASURE_SHARE = 0.8
 JAM_SCORE_SENSITIVITY = 4.0
 #: The paper's default number of rounds.
 JAM_DEFAULT_ROUNDS = 30
+#: Source of an exact measurement from the table's own public columns (JAM-PGM with both).
+PUBLIC_COLUMNS = "public-columns"
 
 
 def jam_schedule(name: str, rounds, alpha: float, max_model_size: float) -> tuple[int, float, float]:
@@ -71,9 +96,11 @@ class JAMPGM(AdaptiveMechanism):
     uses_public_rows = True
 
     def __init__(self, rounds: int = JAM_DEFAULT_ROUNDS, alpha: float = JAM_MEASURE_SHARE,
-                 max_model_size: float = 80.0):
+                 max_model_size: float = 80.0, public_columns: Sequence[str] = ()):
         self.T, self.alpha, self.max_model_size = jam_schedule(
             "JAM-PGM", rounds, alpha, max_model_size)
+        self.columns = ConditionalSetup.create("JAM-PGM", public_columns, False, CONDITION_MAX_MB,
+                                               self.max_model_size, public_without_conditional=True)
         self._public_answers: dict = {}
         self._public_errors: dict = {}
 
@@ -88,9 +115,21 @@ class JAMPGM(AdaptiveMechanism):
         if not state.neighbours.n_is_public:
             raise ConfigError("JAM-PGM is defined under bounded DP (n public).",
                               hint="Use --neighbours bounded, or AIM for unbounded DP.")
-        return []
+        public = self.columns.public_columns
+        if not public:
+            return []
+        check_known_columns(public, state.data.sizes)
+        if set(state.data.sizes) <= set(public):
+            raise ConfigError("Every column is marked public: JAM-PGM would select among free "
+                              "exact answers at a selection cost.",
+                              hint="Use vjam-pgm, which then measures them exactly and spends "
+                                   "nothing, or leave a column private.")
+        return [Candidate(cl, PUBLIC_COLUMNS) for cl in state.workload.downward_closure()
+                if len(cl) == 1 and self.columns.is_public(cl)]
 
     def public_answer(self, state: RunState, clique) -> np.ndarray:
+        if self.columns.is_public(clique):   # exact, from the table's public columns
+            return self.columns.public_answer(state, clique)
         if clique not in self._public_answers:
             pub = state.data.public
             self._public_answers[clique] = pub.marginal(clique) * (state.n / pub.n)
@@ -115,7 +154,14 @@ class JAMPGM(AdaptiveMechanism):
 
     def candidates(self, state: RunState, plan: RoundPlan) -> list[Candidate]:
         closure = state.workload.downward_closure()
-        pool = [Candidate(cl, src) for cl in closure for src in (PRIVATE, PUBLIC)]
+        exact = [set(m.clique) for m in state.measurements if m.source == PUBLIC_COLUMNS]
+        pool = []
+        for cl in closure:
+            if self.columns.is_public(cl):
+                if not any(set(cl) <= c for c in exact):
+                    pool.append(Candidate(cl, PUBLIC_COLUMNS))
+            else:
+                pool.extend(Candidate(cl, src) for src in (PRIVATE, PUBLIC))
         return size_filter(state.data.sizes, state.measured_cliques, pool, plan.size_limit_mb)
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
@@ -126,6 +172,8 @@ class JAMPGM(AdaptiveMechanism):
             cl = cand.clique
             if cand.source == PRIVATE:
                 out[i] = current[cl] - expected_noise_l1(plan.noise_std, private.cells(cl))
+            elif cand.source == PUBLIC_COLUMNS:   # the exact answer removes all of the error
+                out[i] = current[cl]
             else:
                 out[i] = current[cl] - self._public_error(state, cl)
         return out

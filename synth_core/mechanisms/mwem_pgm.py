@@ -41,6 +41,7 @@ MWEM_SELECT_SHARE = 0.5
 
 class MWEMPGM(AdaptiveMechanism):
     name = "mwem-pgm"
+    uses_public_columns = False   # it takes the option only to refuse it clearly
 
     def __init__(self, rounds: int | None = None, max_model_size: float = 80.0,
                  public_columns: Sequence[str] = ()):

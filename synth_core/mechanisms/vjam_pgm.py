@@ -66,6 +66,20 @@ the selection is no less private than JAM-PGM's and better calibrated.
 
 The model starts uniform; Private-PGM fits all measurements with equal weight
 (as JAM-PGM), exact public ones included. Public rows are not used.
+
+**Edge cases.** Without public columns every clique is private: vJAM-PGM
+runs JAM-PGM's schedule with private measurements only (and warns). With
+every column public nothing is protected: the workload marginals are
+measured exactly, no budget is spent, and the run warns.
+
+**Conditional vJAM-PGM** (``conditional=True``, section 3.3): the workload
+becomes ``W'`` (marginals with a private column); the public cliques of
+``W'+`` are not selected round by round but measured exactly at the
+initialisation as *conditioning marginals*, under ``condition_max_mb``
+(:mod:`synth_core.conditional`), so the pool holds private cliques only
+(the score sensitivity stays 2); the size limit grows from their model size.
+Records keep their public values; private values are sampled from the model
+conditioned on them.
 """
 
 from __future__ import annotations
@@ -75,6 +89,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import privacy
+from ..conditional import (CONDITION_MAX_MB, ConditionalSetup, UsesPublicColumns,
+                           check_known_columns)
 from ..engine import (PRIVATE, PUBLIC, AdaptiveMechanism, Candidate, RoundPlan, RunState,
                       expected_noise_l1, model_errors, size_filter)
 from ..errors import ConfigError
@@ -84,26 +100,22 @@ from .jam_pgm import JAM_DEFAULT_ROUNDS, JAM_MEASURE_SHARE, jam_round_budget, ja
 VJAM_SCORE_SENSITIVITY = 2.0
 
 
-def _show(cols) -> str:
-    return ", ".join(repr(c) for c in cols)
-
-
-class VJAMPGM(AdaptiveMechanism):
+class VJAMPGM(UsesPublicColumns, AdaptiveMechanism):
     name = "vjam-pgm"
     uses_public_rows = False
 
     def __init__(self, public_columns: Sequence[str] = (), rounds: int = JAM_DEFAULT_ROUNDS,
-                 alpha: float = JAM_MEASURE_SHARE, max_model_size: float = 80.0):
-        if isinstance(public_columns, str):
-            public_columns = [c.strip() for c in public_columns.split(",") if c.strip()]
-        public_columns = tuple(public_columns or ())
-        doubled = sorted({c for c in public_columns if public_columns.count(c) > 1})
-        if doubled:
-            raise ConfigError(f"Public columns listed twice: {_show(doubled)}.")
+                 alpha: float = JAM_MEASURE_SHARE, max_model_size: float = 80.0,
+                 conditional: bool = False, condition_max_mb: float = CONDITION_MAX_MB):
         self.T, self.alpha, self.max_model_size = jam_schedule(
             "vJAM-PGM", rounds, alpha, max_model_size)
-        self.public_columns = public_columns
-        self._public = frozenset(public_columns)
+        self.vertical = ConditionalSetup.create("vJAM-PGM", public_columns, conditional,
+                                                condition_max_mb, self.max_model_size,
+                                                public_without_conditional=True)
+        self.public_columns = self.vertical.public_columns
+        self._public = frozenset(self.public_columns)
+        self.all_public = False
+        self.workload = None
         self.rho_init = 0.0          # round 0's budget (spent on the private 1-ways)
         self.n_private_oneways = 0
         self._round_pool: list[Candidate] = []
@@ -119,18 +131,17 @@ class VJAMPGM(AdaptiveMechanism):
     def _check_columns(self, state: RunState) -> None:
         # checked here, not in the constructor, so that settings can name the
         # mechanism before the public columns are chosen (the app's pages)
+        if self.vertical.active:
+            return  # ConditionalSetup.prepare checks the split
         if not self.public_columns:
-            raise ConfigError("vJAM-PGM needs public columns.",
-                              hint="Name the columns known for every record (--public-columns "
-                                   "a,b or public_columns=[...]), or choose AIM.")
-        names = list(state.data.sizes)
-        unknown = [c for c in self.public_columns if c not in state.data.sizes]
-        if unknown:
-            raise ConfigError(f"Unknown public column{'s' if len(unknown) > 1 else ''}: "
-                              f"{_show(unknown)}.", hint=f"Known columns: {_show(names)}.")
-        if set(names) <= self._public:
-            raise ConfigError("Every column is marked public: vJAM-PGM has no private column "
-                              "to protect.", hint="Leave at least one column private.")
+            self.warnings.append("vJAM-PGM ran without public columns: every marginal was "
+                                 "measured privately (JAM-PGM's schedule without public data).")
+            return
+        check_known_columns(self.public_columns, state.data.sizes)
+        if set(state.data.sizes) <= self._public:
+            self.all_public = True
+            self.warnings.append("Every column is marked public: nothing is protected and no "
+                                 "budget was spent; the workload marginals were measured exactly.")
 
     # -- hooks -----------------------------------------------------------------
 
@@ -142,8 +153,13 @@ class VJAMPGM(AdaptiveMechanism):
         if not state.neighbours.n_is_public:
             raise ConfigError("vJAM-PGM is defined under bounded DP (n public).",
                               hint="Use --neighbours bounded, or AIM for unbounded DP.")
-        oneway = [cl for cl in state.workload.downward_closure() if len(cl) == 1]
+        self.workload = self.vertical.prepare(state)
+        if self.all_public:
+            return [Candidate(cl, PUBLIC) for cl in self.workload.cliques]
+        oneway = [cl for cl in self.workload.downward_closure() if len(cl) == 1]
         init = [Candidate(cl, self.source_of(cl)) for cl in oneway]
+        if self.vertical.active:  # the conditioning marginals replace the public 1-ways
+            init = self.vertical.initial_public() + [c for c in init if c.source == PRIVATE]
         self.n_private_oneways = sum(c.source == PRIVATE for c in init)
         # the initialisation is round 0 of T + 1 equal shares, without selection
         self.rho_init = state.ledger.total / (self.T + 1) if self.n_private_oneways else 0.0
@@ -153,16 +169,13 @@ class VJAMPGM(AdaptiveMechanism):
         rho_each = self.rho_init / self.n_private_oneways
         return privacy.gaussian_std(rho_each, state.neighbours.marginal_l2_sensitivity), 1.0
 
-    def public_answer(self, state: RunState, clique) -> np.ndarray:
-        if not self.is_public(clique):  # never answer a private clique without noise
-            raise ConfigError(f"Refusing an exact answer on {clique}: it has a private column.")
-        return state.data.private.marginal(clique)
-
     def _pool(self, state: RunState) -> list[Candidate]:
         covered = [set(m.clique) for m in state.measurements if m.source == PUBLIC]
         pool = []
-        for cl in state.workload.downward_closure():
+        for cl in self.workload.downward_closure():
             if self.is_public(cl):
+                if self.vertical.active:
+                    continue  # measured up front, or dropped by the conditioning bound
                 if not any(set(cl) <= c for c in covered):
                     pool.append(Candidate(cl, PUBLIC))
             else:
@@ -170,10 +183,13 @@ class VJAMPGM(AdaptiveMechanism):
         return pool
 
     def plan(self, state: RunState) -> RoundPlan | None:
+        if self.all_public:
+            return None
         budget = jam_round_budget(state, self.T, self.alpha, self.max_model_size)
         if budget is None:
             return None
         t, rho_select, rho_measure, std, limit = budget  # t: rounds since the initialisation
+        limit = self.vertical.size_limit(self.max_model_size, limit / self.max_model_size)
         self._round_pool = size_filter(state.data.sizes, state.measured_cliques,
                                        self._pool(state), limit)
         if not self._round_pool:
