@@ -194,6 +194,22 @@ def plot(records: list[dict], out: Path) -> bool:
     return True
 
 
+def run_child(cmd, backend, rows, timeout, record, what):
+    """Run one measurement in a child process; its last JSON line, or None (recorded why)."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        record(benchmark="cost_curves", kind="skipped", backend=backend, rows=rows,
+               reason=f"{what}timed out after {timeout:.0f} s")
+        return None
+    lines = [l for l in res.stdout.splitlines() if l.startswith("{")]
+    if res.returncode != 0 or not lines:
+        record(benchmark="cost_curves", kind="failed", backend=backend, rows=rows,
+               error=res.stderr.strip().splitlines()[-1:] or ["?"])
+        return None
+    return json.loads(lines[-1])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1e5,1e6,1e7", help="comma-separated table sizes")
@@ -249,20 +265,10 @@ def main(argv=None) -> int:
             cmd = [sys.executable, __file__, "--one", backend, str(rows), str(path)]
             if args.batch:
                 cmd += ["--batch", str(args.batch)]
-            try:
-                res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-            except subprocess.TimeoutExpired:
-                record(benchmark="cost_curves", kind="skipped", backend=backend, rows=rows,
-                       reason=f"timed out after {args.timeout:.0f} s")
-                continue
-            lines = [l for l in res.stdout.splitlines() if l.startswith("{")]
-            if res.returncode != 0 or not lines:
-                record(benchmark="cost_curves", kind="failed", backend=backend, rows=rows,
-                       error=res.stderr.strip().splitlines()[-1:] or ["?"])
-                continue
-            rec = json.loads(lines[-1])
-            runs.append(rec)
-            record(**rec)
+            rec = run_child(cmd, backend, rows, args.timeout, record, "")
+            if rec is not None:
+                runs.append(rec)
+                record(**rec)
 
     e2e_sizes = [int(float(r)) for r in args.e2e_rows.split(",") if r.strip()]
     if e2e_sizes:
@@ -274,18 +280,9 @@ def main(argv=None) -> int:
                 continue
             cmd = [sys.executable, __file__, "--e2e-one", backend, str(rows), str(path),
                    str(public), "--e2e-rounds", str(args.e2e_rounds)]
-            try:
-                res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-            except subprocess.TimeoutExpired:
-                record(benchmark="cost_curves", kind="skipped", backend=backend, rows=rows,
-                       reason=f"e2e timed out after {args.timeout:.0f} s")
-                continue
-            lines = [l for l in res.stdout.splitlines() if l.startswith("{")]
-            if res.returncode != 0 or not lines:
-                record(benchmark="cost_curves", kind="failed", backend=backend, rows=rows,
-                       error=res.stderr.strip().splitlines()[-1:] or ["?"])
-                continue
-            record(**json.loads(lines[-1]))
+            rec = run_child(cmd, backend, rows, args.timeout, record, "e2e ")
+            if rec is not None:
+                record(**rec)
 
     for backend in backends:
         pts = sorted((r["rows"], r["count_seconds"]) for r in runs if r["backend"] == backend)

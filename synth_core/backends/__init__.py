@@ -82,6 +82,17 @@ class CountingBackend(ColumnSizes, ABC):
                 raise ConfigError(f"batch_size must be at least 1, not {batch_size!r}.")
             self.batch_size = int(batch_size)
 
+    def _require_columns(self, available, path: str | None = None) -> None:
+        """DataError naming the schema columns the file lacks (``available``: its column names)."""
+        available = list(available)
+        absent = [c for c in self.columns if c not in available]
+        if absent:
+            raise DataError(
+                f"private table '{self.name}' is missing schema column(s) "
+                f"{', '.join(repr(a) for a in absent)}.",
+                hint=f"Its columns are: {', '.join(repr(n) for n in available)}. Column names "
+                     "are case-sensitive.", column=absent[0], path=path)
+
     # -- the interface -----------------------------------------------------------
 
     @property

@@ -127,13 +127,7 @@ class DuckDBTable(CountingBackend):
             raise DataError(f"cannot read '{self.name}': {str(exc).splitlines()[0]}",
                             path=str(self.path)) from None
         by_name = {str(r[0]).strip(): (str(r[0]), str(r[1])) for r in rows}
-        absent = [n for n in self.columns if n not in by_name]
-        if absent:
-            raise DataError(
-                f"private table '{self.name}' is missing schema column(s) "
-                f"{', '.join(repr(a) for a in absent)}.",
-                hint=f"Its columns are: {', '.join(repr(n) for n in by_name)}. Column names "
-                     "are case-sensitive.", column=absent[0], path=str(self.path))
+        self._require_columns(by_name, path=str(self.path))
         return {n: by_name[n] for n in self.columns}
 
     def _file_scan_bytes(self, columns) -> int:

@@ -104,13 +104,7 @@ class SparkTable(CountingBackend):
         super().__init__(schema, name=label, batch_size=batch_size)
         self.spark = spark
         by_name = {f.name.strip(): f for f in frame.schema.fields}
-        absent = [c for c in self.columns if c not in by_name]
-        if absent:
-            raise DataError(
-                f"private table '{self.name}' is missing schema column(s) "
-                f"{', '.join(repr(a) for a in absent)}.",
-                hint=f"Its columns are: {', '.join(repr(n) for n in by_name)}. Column names "
-                     "are case-sensitive.", column=absent[0])
+        self._require_columns(by_name)
         self._raw = {c: by_name[c].name for c in self.columns}
         self._source = frame
         self._exprs = {c.name: code_expression(c, SPARK.ident(self._raw[c.name]),

@@ -91,6 +91,28 @@ def jam_round_budget(state: RunState, T: int, alpha: float, max_model_size: floa
     return t, rho_select, rho_measure, std, limit
 
 
+def jam_scores(state: RunState, plan: RoundPlan, candidates, proxy_error=None) -> np.ndarray:
+    """CURATOR-ONLY: JAM-PGM's scores, current error minus predicted error.
+
+    A private candidate: ``||M_r(D) - M_r(p)||_1 - sqrt(2/pi) sigma_t n_r``; a
+    public-row proxy (source ``public`` when ``proxy_error`` is given): minus
+    ``proxy_error(r)``; an exact public answer (any other source): the whole
+    current error.
+    """
+    private = state.data.private
+    current = model_errors(state, candidates)
+    out = np.empty(len(candidates))
+    for i, cand in enumerate(candidates):
+        cl = cand.clique
+        if cand.source == PRIVATE:
+            out[i] = current[cl] - expected_noise_l1(plan.noise_std, private.cells(cl))
+        elif cand.source == PUBLIC and proxy_error is not None:
+            out[i] = current[cl] - proxy_error(cl)
+        else:  # exact: measuring it removes all of the error
+            out[i] = current[cl]
+    return out
+
+
 class JAMPGM(AdaptiveMechanism):
     name = "jam-pgm"
     uses_public_rows = True
@@ -165,15 +187,5 @@ class JAMPGM(AdaptiveMechanism):
         return size_filter(state.data.sizes, state.measured_cliques, pool, plan.size_limit_mb)
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
-        private = state.data.private
-        current = model_errors(state, candidates)
-        out = np.empty(len(candidates))
-        for i, cand in enumerate(candidates):
-            cl = cand.clique
-            if cand.source == PRIVATE:
-                out[i] = current[cl] - expected_noise_l1(plan.noise_std, private.cells(cl))
-            elif cand.source == PUBLIC_COLUMNS:   # the exact answer removes all of the error
-                out[i] = current[cl]
-            else:
-                out[i] = current[cl] - self._public_error(state, cl)
-        return out
+        return jam_scores(state, plan, candidates,
+                          proxy_error=lambda cl: self._public_error(state, cl))

@@ -92,9 +92,10 @@ from .. import privacy
 from ..conditional import (CONDITION_MAX_MB, ConditionalSetup, UsesPublicColumns,
                            check_known_columns)
 from ..engine import (PRIVATE, PUBLIC, AdaptiveMechanism, Candidate, RoundPlan, RunState,
-                      expected_noise_l1, model_errors, size_filter)
+                      size_filter)
 from ..errors import ConfigError
-from .jam_pgm import JAM_DEFAULT_ROUNDS, JAM_MEASURE_SHARE, jam_round_budget, jam_schedule
+from .jam_pgm import (JAM_DEFAULT_ROUNDS, JAM_MEASURE_SHARE, jam_round_budget, jam_schedule,
+                      jam_scores)
 
 #: Sensitivity of vJAM-PGM's scores under bounded DP (see the module docstring).
 VJAM_SCORE_SENSITIVITY = 2.0
@@ -205,14 +206,4 @@ class VJAMPGM(UsesPublicColumns, AdaptiveMechanism):
         return list(self._round_pool)
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
-        private = state.data.private
-        current = model_errors(state, candidates)
-        out = np.empty(len(candidates))
-        for i, cand in enumerate(candidates):
-            cl = cand.clique
-            err = current[cl]
-            if cand.source == PRIVATE:
-                out[i] = err - expected_noise_l1(plan.noise_std, private.cells(cl))
-            else:  # M_r(D_P): the clique lies inside the public columns
-                out[i] = err
-        return out
+        return jam_scores(state, plan, candidates)   # public cliques: exact M_r(D_P)
