@@ -9,6 +9,7 @@ import logging
 
 import streamlit as st
 
+from app_pages.sessions import session_workbench
 from synth_core.errors import SynthError
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, Workbench
 
@@ -24,12 +25,25 @@ PAGES = {
     "compare": "app_pages/compare.py",
 }
 
+#: the run modes the Workload and budget page offers (synth_core.privacy.resolve_mode)
+MODE_LABELS = {
+    "release": "Release (discrete Gaussian from OpenDP, secure randomness, not reproducible)",
+    "research": "Research (seeded, continuous Gaussian, reproducible)",
+}
+
+
+def mode_text(mode: str, seed) -> str:
+    """How a run's mode reads on the pages."""
+    if mode == "release":
+        return "release (OpenDP discrete Gaussian, secure randomness, not reproducible)"
+    return (f"research (seed {seed}: reproducible)" if seed is not None
+            else "research (fresh seed)")
+
 
 def get_wb() -> Workbench:
-    """The session's one state object."""
-    if "wb" not in st.session_state:
-        st.session_state["wb"] = Workbench()
-    return st.session_state["wb"]
+    """The session's one state object (app_pages/sessions.py: found again after a
+    reload by the token in the URL; also in ``st.session_state["wb"]``)."""
+    return session_workbench()
 
 
 def sync_widgets(group: str, token, values: dict) -> None:
@@ -48,7 +62,7 @@ def sync_widgets(group: str, token, values: dict) -> None:
 
 #: widget keys whose options depend on the loaded table
 DATA_KEYS = ("wl_targets", "wl_custom", "wl_k", "edit_column", "filter_column", "filter_values",
-             "public_flag", "public_columns", "public_mode", "cmp_mechs")
+             "public_flag", "public_columns", "public_mode", "cmp_mechs", "disk_flag")
 #: widget key prefixes of the schema editor (one set per column)
 EDITOR_PREFIXES = ("kind_", "cats_", "lower_", "upper_", "bins_", "missing_")
 
@@ -114,6 +128,12 @@ def curator_header(what: str) -> None:
 def need_data(wb: Workbench) -> bool:
     if wb.has_data:
         return True
+    if wb.needs_domain:
+        st.info(f"The file `{wb.data_name}` is open (it stays on disk), but its domain is not "
+                "declared yet: declare a schema or give public rows on the Data page.",
+                icon=":material/info:")
+        st.page_link(PAGES["data"], label="Go to Data", icon=":material/table:")
+        return False
     st.info("No table is loaded yet. Load a bundled sample or upload a table first.",
             icon=":material/info:")
     st.page_link(PAGES["data"], label="Go to Data", icon=":material/table:")
@@ -136,8 +156,9 @@ def sidebar(wb: Workbench) -> None:
     with st.sidebar:
         st.markdown("### Session")
         if wb.has_data:
-            st.markdown(f"**Data:** `{wb.data_name}`  \n{len(wb.data):,} rows × "
-                        f"{len(wb.schema.names)} columns")
+            st.markdown(f"**Data:** `{wb.data_name}`  \n{wb.n_rows:,} rows × "
+                        f"{len(wb.schema.names)} columns"
+                        + (" (on disk, counted by DuckDB)" if wb.out_of_core else ""))
             src = wb.schema.source
             text = DOMAIN_SOURCE_TEXT[src]
             if src == "private":
@@ -145,11 +166,15 @@ def sidebar(wb: Workbench) -> None:
             else:
                 st.markdown(f"**Domain:** {text}")
             st.markdown(f"**Public:** {wb.public_summary()}")
+        elif wb.needs_domain:
+            st.markdown(f"**Data:** `{wb.data_name}` (on disk, {wb.n_rows:,} rows)  \n"
+                        ":orange[**Domain:** not declared yet (Data page)]")
         else:
             st.markdown("**Data:** none loaded")
         s = wb.settings
         st.markdown(f"**Mechanism:** {s.mechanism}  \n**ε = {s.epsilon:g}, δ = {s.delta:g}** "
-                    f"({s.neighbours})  \n**Workload:** `{s.workload}`")
+                    f"({s.neighbours})  \n**Workload:** `{s.workload}`  \n"
+                    f"**Mode:** {s.run_mode}" + (f" (seed {s.seed})" if s.seed is not None else ""))
         try:
             b = wb.budget_summary()
             st.markdown(f"**Budget per run:** ρ = {b['rho']:.4g}")

@@ -10,7 +10,7 @@ from app_pages.common import CURATOR_PLOT, curator_header, data_page, show_error
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.runner import FAILED, STOPPED
-from synth_core.workbench import EPSILON_GRID
+from synth_core.workbench import EPSILON_GRID, frame_parquet_bytes
 
 POLL_SECONDS = 1.0
 
@@ -103,13 +103,15 @@ with st.container(border=True):
                               key="cmp_marg_eps")
         st.plotly_chart(charts.per_marginal_figure(marginals, at), key="cmp_marg_fig",
                         config=CURATOR_PLOT)
-    runs_path, marg_path = wb.compare_paths()
-    st.caption(f"Saved in `{runs_path}`.")
+    store = wb.compare_store()
+    st.caption(f"Saved in `{store.root}` (one file per run; `synth sweep` uses the same store "
+               "format).")
     c1, c2 = st.columns(2)
-    c1.download_button("CURATOR-ONLY results (Parquet)", runs_path.read_bytes(),
-                       file_name=f"curator-only-{runs_path.name}",
+    c1.download_button("CURATOR-ONLY results (Parquet)", frame_parquet_bytes(results),
+                       file_name=f"curator-only-{store.root.name}.parquet",
                        mime="application/octet-stream", key="cmp_dl")
-    if marg_path.exists():
-        c2.download_button("CURATOR-ONLY per-marginal errors (Parquet)", marg_path.read_bytes(),
-                           file_name=f"curator-only-{marg_path.name}",
+    if not marginals.empty:
+        c2.download_button("CURATOR-ONLY per-marginal errors (Parquet)",
+                           frame_parquet_bytes(marginals),
+                           file_name=f"curator-only-{store.root.name}-marginals.parquet",
                            mime="application/octet-stream", key="cmp_dl_marg")

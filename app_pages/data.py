@@ -1,8 +1,10 @@
-"""Data page: load a table (upload or sample), preview it, edit its schema."""
+"""Data page: load a table (upload, sample, or a file on this machine), preview it,
+edit its schema."""
 
 import streamlit as st
 
 from app_pages.common import PAGES, attempt, flash, get_wb, need_data, show_error, show_flashes
+from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS
 from synth_core.errors import SynthError
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, describe_domain
 
@@ -31,18 +33,100 @@ with sample_col.container(border=True):
             flash(f"Loaded sample '{pick}' with its declared schema.")
             st.rerun()
 
-if not need_data(wb):
+with st.container(border=True):
+    st.markdown("**Or use a file on this machine** (nothing is uploaded: the workbench reads the "
+                "file where it lies)")
+    p1, p2 = st.columns([3, 2])
+    disk_path = p1.text_input("Path to a .parquet or .csv file", key="disk_path",
+                              placeholder="/data/census.parquet")
+    disk_backend = p2.radio("Backend", list(DISK_BACKENDS), format_func=DISK_BACKENDS.get,
+                            key="disk_backend")
+    st.caption(f"Allowed folders: {', '.join(f'`{r}`' for r in wb.data_roots())} (set "
+               f"`{DATA_ROOTS_ENV}`). With DuckDB the file is never loaded into memory: the "
+               f"preview is its first {PREVIEW_ROWS} rows, and every count of every run is made "
+               "by DuckDB; its domain must then come from a schema file or from public rows.")
+    if st.button("Open file", key="open_disk"):
+        if attempt(wb.load_disk, disk_path, disk_backend):
+            if wb.out_of_core:
+                flash(f"Opened '{wb.data_name}' ({wb.n_rows:,} rows) with DuckDB; the file stays "
+                      "on disk. Next: give its domain below.")
+            else:
+                flash(f"Loaded '{wb.data_name}' into memory. Its domain was read off the table "
+                      "itself: declare a schema, or read it off public rows, to protect it.")
+            st.rerun()
+
+if wb.data is None:
+    need_data(wb)
     st.stop()
 
 st.subheader(f"Preview: {wb.data_name}")
-st.caption(f"{len(wb.data):,} rows × {len(wb.data_columns)} columns; first 100 rows shown.")
+if wb.out_of_core:
+    st.caption(f"{wb.n_rows:,} rows × {len(wb.data_columns)} columns (counted by DuckDB); the "
+               f"first {len(wb.data):,} rows shown (read with LIMIT {PREVIEW_ROWS}). The file "
+               f"stays on disk: `{wb.disk.path}`.")
+else:
+    st.caption(f"{wb.n_rows:,} rows × {len(wb.data_columns)} columns; first 100 rows shown.")
 st.dataframe(wb.data[wb.data_columns].head(100), height=220)
+
+if wb.needs_domain:
+    st.subheader("Schema (the domain)")
+    st.warning("**This file has no domain yet.** The workbench does not read it off a file that "
+               "stays on disk: that would load the whole file, and the domain (category lists, "
+               "numeric bounds) would not be privacy-protected. Give it in one of these ways:",
+               icon=":material/shield:")
+    d1, d2, d3 = st.columns(3)
+    with d1.container(border=True):
+        st.markdown("**Declare a schema (JSON)**")
+        st.caption("Category lists and numeric bounds of every column; checked against the "
+                   "whole file by DuckDB.")
+        up_schema = st.file_uploader("Schema (JSON)", type=["json"], key="disk_schema")
+        if up_schema is not None and \
+                st.session_state.get("_loaded_disk_schema") != (up_schema.name, up_schema.size):
+            st.session_state["_loaded_disk_schema"] = (up_schema.name, up_schema.size)
+            if attempt(wb.load_schema_file, up_schema.name, up_schema.getvalue()):
+                flash(f"Schema '{up_schema.name}' declared.")
+                st.rerun()
+    with d2.container(border=True):
+        st.markdown("**Upload public rows**")
+        st.caption("A public table with the file's columns; the domain is read off it, so every "
+                   "value of the file must occur in it.")
+        up_public = st.file_uploader("Public table", type=["csv", "gz", "parquet", "pq"],
+                                     key="disk_public")
+        if up_public is not None and \
+                st.session_state.get("_loaded_disk_public") != (up_public.name, up_public.size):
+            st.session_state["_loaded_disk_public"] = (up_public.name, up_public.size)
+            if attempt(wb.set_public_table, up_public.name, up_public.getvalue()):
+                flash(f"Public table '{up_public.name}' loaded; the domain was read off it.")
+                st.rerun()
+    with d3.container(border=True):
+        st.markdown("**Rows of this file are public**")
+        st.caption("A true/false column of the file flags the public rows; the domain is read "
+                   "off them (DuckDB reads only those rows).")
+        try:
+            flags = wb.flag_candidates()
+        except Exception as exc:  # noqa: BLE001
+            show_error(exc)
+            flags = []
+        if flags:
+            flag = st.selectbox("Flag column", flags, key="disk_flag")
+            if st.button("Use this column", key="disk_flag_apply"):
+                if attempt(wb.set_public_flag, flag):
+                    flash(f"Rows flagged by '{flag}' are public; the domain was read off them.")
+                    st.rerun()
+        else:
+            st.caption("No column of this file holds only true/false (yes/no, 1/0) values.")
+    st.caption("Or open the file with the Memory backend: the domain is then read off the table "
+               "itself (not privacy-protected).")
+    st.stop()
 
 st.subheader("Schema (the domain)")
 src = wb.schema.source
 box = st.warning if src == "private" else st.info
 box(f"**Domain source: {DOMAIN_SOURCE_TEXT[src]}.** {describe_domain(src)}",
     icon=":material/shield:")
+if wb.out_of_core:
+    st.caption("The file stays on disk: every schema change is checked against all its rows by "
+               "DuckDB (one pass over the columns changed), without loading it.")
 b1, b2, b3 = st.columns(3)
 with b1:
     schema_up = st.file_uploader("Declare a schema (JSON)", type=["json"], key="upload_schema")

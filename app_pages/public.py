@@ -51,6 +51,11 @@ elif mode == "flag":
                 flash(f"Rows flagged by '{flag}' are public; the column is no longer part of "
                       "the schema.")
                 st.rerun()
+elif wb.out_of_core:
+    st.info("A row filter needs the table in memory, and this file stays on disk (DuckDB). "
+            "Open it with the Memory backend on the Data page, or add a true/false column to "
+            "the file and use **A true/false column of the loaded table**.",
+            icon=":material/info:")
 else:
     cols = wb.schema.names
     fcol = st.selectbox("Column", cols, key="filter_column")

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app_pages.common import PAGES, get_wb, show_error, show_flashes
 from synth_core.workbench import ledger_frame, measurements_frame
+from synth_core.uncertainty import bounds_frame
 
 wb = get_wb()
 st.title("Release")
@@ -58,6 +59,17 @@ with left:
 with right:
     st.markdown("**Measurements** (released with their noisy answers in the report)")
     st.dataframe(measurements_frame(report), hide_index=True)
+
+st.subheader("Uncertainty of released marginals (95% bounds, computed from released values only)")
+bounds = report.get("marginal_bounds") or {}
+if bounds.get("available"):
+    st.caption("Each bound: with probability at least 95% (each marginal on its own), the "
+               "synthetic marginal is within this L1 distance of the true one, in counts and "
+               "divided by n (AIM paper, section 5; docs/uncertainty.md). A marginal without a "
+               "bound says why; public rows never count (their bias is unknown).")
+    st.dataframe(bounds_frame(report), hide_index=True)
+else:
+    st.info(bounds.get("note", "No bounds in this report."), icon=":material/info:")
 
 st.subheader("Repeat this run from the command line")
 st.code(run.reproduce, language="bash")

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from app_pages.common import CURATOR_PLOT, PAGES, attempt, curator_header, data_page
+from app_pages.common import (CURATOR_PLOT, PAGES, attempt, curator_header, data_page,
+                              mode_text)
 from synth_core import charts
 from synth_core.runner import FAILED, FINISHED, RUNNING, STOPPED
 from synth_core.workbench import candidates_frame, events_frame
@@ -15,7 +16,7 @@ s = wb.settings
 st.markdown(f"**{s.mechanism}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} ({s.neighbours}); "
             f"workload `{s.workload}`; rounds "
             f"{s.rounds if s.rounds is not None else 'paper default'}; public: "
-            f"{wb.public_summary()}.")
+            f"{wb.public_summary()}; mode: {mode_text(s.run_mode, s.seed)}.")
 try:
     secs, how = wb.estimate_seconds()
     st.caption(f"Rough run-time estimate: ~{secs:.0f} s ({how}). Change the settings on the "
@@ -77,6 +78,8 @@ def live():
     if status != RUNNING:
         st.rerun()  # the app collects the finished run and redraws everything
     st.subheader(f"Running: {worker.label}")
+    cfg = worker.synthesizer.config
+    st.caption(f"Mode: {mode_text(cfg.run_mode, cfg.seed)}.")
     if worker.stop_requested:
         st.caption("Stop requested: the run stops after the round in progress.")
     show_rounds(events, status, worker.rounds_planned, "live")
@@ -87,6 +90,11 @@ if wb.running:
 elif wb.runs:
     run = wb.runs[-1]
     st.subheader(f"Run {run.number}: {run.label}")
+    if run.ok:   # the mode the report states
+        privacy, config = run.result.report["privacy"], run.result.report["config"]
+        st.caption(f"Mode: {mode_text(privacy['mode'], config.get('seed'))}.")
+    else:
+        st.caption(f"Mode: {mode_text(run.settings.run_mode, run.settings.seed)}.")
     if run.status == FAILED:
         st.error(f"The run failed: {run.failure.text()}", icon=":material/error:")
         st.caption(f"Budget charged before it failed: rho = {run.rho_spent:.4g}. Your data and "

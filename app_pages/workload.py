@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from app_pages.common import PAGES, data_page, flash, show_error, sync_widgets
+from app_pages.common import MODE_LABELS, PAGES, data_page, flash, show_error, sync_widgets
+from app_pages.whatif_section import whatif_section
 from synth_core.mechanisms import MECHANISMS
 from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, mechanism_description,
                                   mechanism_parameters, workload_spec)
@@ -78,12 +79,25 @@ sync_widgets("settings", s, {
     "max_model_size": float(s.max_model_size),
     "fit_iters": int(s.fit_iters),
     "final_fit_iters": int(s.final_fit_iters),
-    "fresh_seed": s.seed is None,
+    "run_mode": s.run_mode,
     "seed": int(s.seed or 0),
 })
 mech = st.selectbox("Mechanism", mech_names, key="mechanism",
                     help="Every mechanism of synth_core; new ones appear here as they land.")
 st.caption(mechanism_description(mech))
+m1, m2 = st.columns([3, 1])
+run_mode = m1.radio("Run mode", list(MODE_LABELS), format_func=MODE_LABELS.get, key="run_mode",
+                    help="Where the noise comes from; saved with *Save settings* below. Both "
+                         "modes charge the same privacy budget.")
+seed = m2.number_input("Seed (research mode only)", min_value=0, key="seed",
+                       disabled=run_mode == "release",
+                       help="The same seed, data and settings give the same run, draw for draw.")
+st.caption("A new session starts in **release** mode: what you download from this workbench is "
+           "normally meant to be published, so its noise is OpenDP's exact discrete Gaussian and "
+           "noisy max with secure randomness, and it cannot be repeated. Choose **research** "
+           "mode to repeat a run exactly (experiments, debugging); its floating-point noise is "
+           "not hardened against attacks on the noise, so do not publish its output. The "
+           "Compare page always makes seeded research runs.")
 params = mechanism_parameters(mech)
 with st.form("budget_form"):
     c1, c2, c3 = st.columns(3)
@@ -128,23 +142,25 @@ with st.form("budget_form"):
                                                              format="%g", key=f"opt_{mech}_{name}")
                 if value != default:
                     options[name] = value
-    r1, r2 = st.columns(2)
-    fresh = r1.checkbox("Fresh random seed (production; not reproducible)", key="fresh_seed")
-    seed = r2.number_input("Seed (research mode: reproducible)", min_value=0, key="seed")
     saved = st.form_submit_button("Save settings", type="primary")
 if saved:
     try:
         wb.update_settings(mechanism=mech, epsilon=float(eps), delta=float(delta),
                            neighbours=neighbours, rounds=None if use_default else int(rounds),
                            max_model_size=float(size), fit_iters=int(fit_iters),
-                           final_fit_iters=int(final_iters), seed=None if fresh else int(seed),
+                           final_fit_iters=int(final_iters), mode=None,
+                           seed=None if run_mode == "release" else int(seed),
                            options=options)
         flash("Settings saved.")
         st.rerun()
     except Exception as exc:  # noqa: BLE001
         show_error(exc)
-elif mech != s.mechanism:
-    st.caption(f"Press *Save settings* to switch to {mech}.")
+else:
+    if mech != s.mechanism:
+        st.caption(f"Press *Save settings* to switch to {mech}.")
+    if run_mode != s.run_mode or (run_mode == "research" and int(seed) != s.seed):
+        st.caption(f"Press *Save settings* to switch to {run_mode} mode"
+                   + (f" with seed {int(seed)}." if run_mode == "research" else "."))
 
 try:
     b = wb.budget_summary()
@@ -157,5 +173,7 @@ try:
     st.caption(f"Estimate: {how}. It is rough; the Run page shows real progress.")
 except Exception as exc:  # noqa: BLE001
     show_error(exc)
+
+whatif_section(wb)
 
 st.page_link(PAGES["run"], label="Next: run", icon=":material/arrow_forward:")

@@ -40,7 +40,8 @@ def record(block, variant, eps, bound, claim, trials, seconds):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    ap.add_argument("--epsilons", type=float, nargs="*", default=[0.5, 1.0, 2.0],
+                    help="epsilons of the building-block audits (none: only the end-to-end one)")
     ap.add_argument("--em-trials", type=int, default=100_000)
     ap.add_argument("--gaussian-trials", type=int, default=1_000_000)
     ap.add_argument("--e2e-trials", type=int, default=20_000)

@@ -34,6 +34,7 @@ from .report import build_report, check_release, privacy_statement, write_json, 
 from .schema import Schema, declared_schema, infer_schema, load_schema
 from .tables import PublicInfo, PublicRows, load_table, prepare_tables
 from .workload import Workload, parse_workload
+from .uncertainty import add_to_report as add_marginal_bounds
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 
@@ -119,12 +120,17 @@ def list_samples() -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_sample(name: str) -> Sample:
+def sample_preset(name: str) -> dict:
+    """A bundled sample's entry of ``presets.json`` (file names relative to ``SAMPLE_DIR``)."""
     presets = {p["name"]: p for p in list_samples()}
     if name not in presets:
         raise ConfigError(f"Unknown sample {name!r}.",
                           hint=f"Available: {', '.join(presets) or 'none (sample_data/ is missing)'}.")
-    p = presets[name]
+    return presets[name]
+
+
+def load_sample(name: str) -> Sample:
+    p = sample_preset(name)
     public = load_table(SAMPLE_DIR / p["public"]) if p.get("public") else None
     return Sample(name, p.get("title", name), p.get("description", ""),
                   load_table(SAMPLE_DIR / p["private"]), public,
@@ -364,7 +370,9 @@ class Synthesizer:
         if hasattr(mechanism, "direct_sample"):
             codes = mechanism.direct_sample(engine.state, rows, rng)
         elif conditional_on:
-            codes = generate_conditionally(engine.model, inputs.data.private.to_frame(),
+            # the private records' public-column codes (an engine backend loads these columns only)
+            from .backends.inputs import own_public_codes
+            codes = generate_conditionally(engine.model, own_public_codes(inputs, conditional_on),
                                            conditional_on, rng)
         else:
             codes = engine.model.sample(rows, int(rng.integers(2 ** 32)))
@@ -383,6 +391,7 @@ class Synthesizer:
         conditioning = getattr(mechanism, "conditioning_report", lambda: None)()
         if conditioning is not None:
             report["conditional_generation"] = conditioning
+        add_marginal_bounds(report, engine, workload, codes)  # AIM section 5, release values only
         check_release(report)
         self.result = RunResult(cfg, inputs, workload, engine.events, engine.state.measurements,
                                 engine.ledger, engine.model, codes, synthetic, report,

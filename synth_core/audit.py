@@ -250,13 +250,16 @@ def sample_mwem_pgm(table, base, *, epsilon: float, delta: float, trials: int, s
                     rounds: int = 2, noise_divisor: float = 1.0) -> np.ndarray:
     """Run MWEM+PGM (unbounded DP, workload all-2way) ``trials`` times on ``table``.
 
-    Returns one released number per run: round 1's noisy count of the cell
-    (1, 1) of the clique it measured, minus the *base* table's count of that
-    cell (a constant for each clique, so subtracting it is post-processing of
-    the release): runs on ``D = base`` centre on 0, runs on ``D' = base + (1, 1, 1)``
-    on 1. The other rounds and the synthetic data are further output, so a
-    bound from this number is a valid lower bound for the whole run (the loop
-    stops after round 1 to save time). ``noise_divisor > 1`` runs the broken
+    Returns one released number per run: the sum over every round's
+    measurement of its noisy count of the all-ones cell minus the *base*
+    table's count of that cell (a constant for each clique, so subtracting it
+    is post-processing of the release). Every measured clique's all-ones cell
+    holds the added record, so runs on ``D = base`` centre on 0 and runs on
+    ``D' = base + (1, 1, 1)`` on ``rounds``: the sum gathers the whole
+    measurement budget, which is what a likelihood-ratio test of the added
+    record would use. The synthetic data is further output (the final fit is
+    cut to one iteration to save time), so a bound from this number is a valid
+    lower bound for the whole run. ``noise_divisor > 1`` runs the broken
     variant.
     """
     from .engine import Engine, PreparedData
@@ -269,17 +272,19 @@ def sample_mwem_pgm(table, base, *, epsilon: float, delta: float, trials: int, s
     workload = parse_workload("all-2way", list(sizes))
     rho = privacy.rho_from_epsilon_delta(epsilon, delta)
     cls = MWEMPGM if noise_divisor == 1.0 else _broken_mwem(noise_divisor)
-    out = np.empty(trials)
+    out = np.zeros(trials)
     for i in range(trials):
         engine = Engine(cls(rounds=rounds), data, workload, rho=rho,
                         neighbours=privacy.Neighbours.UNBOUNDED, seed=[seed, i],
                         fit_iters=5, final_fit_iters=1)
         for _event in engine.rounds():
-            m = engine.state.measurements[0]
+            pass
+        measured = [m for m in engine.state.measurements if m.round > 0]
+        assert len(measured) == rounds, "MWEM+PGM measures once per round"
+        for m in measured:
             cell = int(np.ravel_multi_index((1,) * len(m.clique), (2,) * len(m.clique)))
             reference = int((base[list(m.clique)] == 1).all(axis=1).sum())
-            out[i] = m.values[cell] - reference
-            break
+            out[i] += m.values[cell] - reference
     return out
 
 
@@ -288,18 +293,20 @@ def audit_mwem_pgm(epsilon: float, delta: float, *, trials: int, seed: int = 0,
                    n: int = 12) -> tuple[AuditBound, float]:
     """Audit MWEM+PGM (3 binary columns, 2 rounds) on add/remove-one neighbours.
 
-    Events are the tails of the centred count (see :func:`sample_mwem_pgm`)
-    at thresholds fixed in advance (in units of the per-cell noise std the
-    variant adds). Returns the bound and the claim ``cdp_epsilon(rho, delta)``.
+    Events are the tails of the summed centred counts (see
+    :func:`sample_mwem_pgm`) at thresholds fixed in advance (in units of the
+    sum's noise std for the variant). Returns the bound and the claim
+    ``cdp_epsilon(rho, delta)``.
     """
     base, plus = tiny_neighbours(n)
     rho = privacy.rho_from_epsilon_delta(epsilon, delta)
     rounds = 2
-    std = privacy.gaussian_std(rho / (2 * rounds), 1.0) / noise_divisor
+    per_round = privacy.gaussian_std(rho / (2 * rounds), 1.0) / noise_divisor
+    shift, std = float(rounds), per_round * np.sqrt(rounds)
     out1 = sample_mwem_pgm(base, base, epsilon=epsilon, delta=delta, trials=trials, seed=seed,
                            rounds=rounds, noise_divisor=noise_divisor)
     out2 = sample_mwem_pgm(plus, base, epsilon=epsilon, delta=delta, trials=trials,
                            seed=seed + 1, rounds=rounds, noise_divisor=noise_divisor)
-    h1, h2 = threshold_counts(out1, out2, gaussian_thresholds(1.0, std))
+    h1, h2 = threshold_counts(out1, out2, gaussian_thresholds(shift, std))
     bound = epsilon_lower_bound(h1, trials, h2, trials, delta=delta, confidence=confidence)
     return bound, claimed_epsilon(rho, delta)

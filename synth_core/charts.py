@@ -217,3 +217,29 @@ def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) 
     fig.update_yaxes(type="category")
     return _layout(fig, f"CURATOR-ONLY per-marginal error at ε = {epsilon:g} (worst {len(worst)})",
                    height=max(320, 90 + 14 * len(worst) * max(1, len(names))))
+
+
+def whatif_figure(curves: Sequence) -> go.Figure:
+    """Predicted workload error against epsilon (log x) of what-if curves
+    (:class:`~synth_core.whatif.WhatIfCurve`): mean over seeds, bars from min to max.
+    Built from public information only, so not curator-only."""
+    names = [c.mechanism for c in curves]
+    fig = go.Figure()
+    for c in curves:
+        if not c.points:
+            continue
+        color = mechanism_color(c.mechanism, names)
+        x = [p.epsilon for p in c.points]
+        y = [p.mean for p in c.points]
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="lines+markers", name=f"{c.mechanism} (predicted)",
+            error_y=dict(type="data", symmetric=False, visible=True,
+                         array=[p.high - p.mean for p in c.points],
+                         arrayminus=[p.mean - p.low for p in c.points]),
+            line=dict(color=color, dash="dash"), marker=dict(color=color, size=8, symbol="diamond"),
+            hovertemplate=f"{c.mechanism}: ε=%{{x:g}}, predicted error %{{y:.4f}}<extra></extra>"))
+    fig.update_xaxes(type="log", title="epsilon (log scale)")
+    fig.update_yaxes(title="predicted workload error (mean, min-max over seeds)",
+                     rangemode="tozero")
+    return _layout(fig, "What-if: predicted workload error against epsilon (no budget spent)",
+                   height=380)

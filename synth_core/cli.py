@@ -1,4 +1,5 @@
-"""Command line: ``synth run`` (one release), ``synth samples`` (bundled data)."""
+"""Command line: ``synth run`` (one release), ``synth sweep`` (many runs, resumable),
+``synth samples`` (bundled data)."""
 
 from __future__ import annotations
 
@@ -41,12 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "public table and schema are used unless --public/--schema are given")
     src.add_argument("--public", metavar="PATH", help="public rows: a table over the same columns")
     src.add_argument("--public-flag", metavar="COLUMN",
-                     help="public rows: rows of --data whose COLUMN is true/yes/1")
+                     help="public rows: rows of --data whose COLUMN is true/yes/1 (with "
+                          "--backend duckdb/spark the engine reads the flag and loads only the "
+                          "flagged rows, at most 5 million)")
     src.add_argument("--public-columns", metavar="COL,COL,...",
                      help="public columns (vertical split): comma-separated columns of --data "
                           "known for every record; the guarantee then protects the other "
                           "columns only (used by vjam-pgm, and by aim/vjam-pgm with "
-                          "--conditional; other mechanisms refuse them)")
+                          "--conditional; other mechanisms refuse them). With --backend "
+                          "duckdb/spark, vjam-pgm counts their marginals in the engine; "
+                          "--conditional loads these columns only (one value per record and column)")
     src.add_argument("--conditional", action="store_true",
                      help="conditional generation (aim, vjam-pgm; needs --public-columns): "
                           "every record keeps its public values and only its private columns "
@@ -60,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "table; default), duckdb (counts a .parquet/.csv file out of core "
                           "without loading it) or spark (Apache Spark; master from "
                           "$SYNTH_SPARK_MASTER, default local). duckdb and spark need the "
-                          "domain from --schema or --public (see docs/backends.md)")
+                          "domain from --schema or from public rows (--public, --public-flag); "
+                          "see docs/backends.md")
     src.add_argument("--no-public", action="store_true",
                      help="ignore the sample's public table")
     src.add_argument("--schema", metavar="PATH",
@@ -116,7 +122,52 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--quiet", action="store_true", help="do not print the rounds")
 
     sub.add_parser("samples", help="list the bundled sample datasets")
+
+    sweep = sub.add_parser(
+        "sweep", help="run a sweep (datasets x mechanisms x epsilons x seeds), resumably",
+        description="Run every run of a sweep spec (TOML or JSON) that is not yet in the result "
+                    "store, writing each result atomically as it finishes (one Parquet file per "
+                    "run, with the run's full configuration). Running the same command again "
+                    "resumes: finished runs are skipped, failed ones tried again. Prints one JSON "
+                    "line per finished run. The store holds CURATOR-ONLY figures (true errors "
+                    "from the private data); every run spends its own privacy budget.",
+        epilog=SWEEP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweep.add_argument("spec", metavar="SPEC", help="the sweep spec, .toml or .json")
+    sweep.add_argument("--store", metavar="DIR",
+                       help="result store folder (default: out/sweeps/<the spec's name>)")
+    sweep.add_argument("--isolate", action="store_true",
+                       help="run each job in its own Python process (bounded memory over long "
+                            "sweeps; peak_rss_mb is then each run's own)")
+    sweep.add_argument("--list", action="store_true",
+                       help="list the sweep's runs and whether each is done; run nothing")
+    sweep.add_argument("--summary", action="store_true",
+                       help="print the mean error per dataset, mechanism and epsilon of the "
+                            "store; run nothing")
+    sweep.add_argument("--quiet", action="store_true", help="do not print the rounds")
     return parser
+
+
+SWEEP_EPILOG = """a spec (TOML; paths are relative to the spec file; a dataset may name a
+bundled sample instead of files):
+
+  name = "titanic-small"
+  mechanisms = ["jam-pgm", "aim",
+                {label = "conditional-aim", mechanism = "aim", options = {conditional = true}}]
+  epsilons = [0.1, 1, 10]
+  seeds = [0, 1, 2]
+  [settings]                 # shared run settings (as for synth run)
+  delta = 1e-9
+  workload = "all-3way"
+  [[datasets]]
+  name = "titanic"
+  sample = "titanic"         # or: data = "priv.csv", public = "pub.csv", schema = "domain.json"
+  public_columns = ["sex", "pclass"]
+
+examples:
+  synth sweep sweep.toml                      # run (or resume) into out/sweeps/titanic-small
+  synth sweep sweep.toml --list               # which runs are done
+  synth sweep sweep.toml --summary            # mean error per dataset, mechanism, epsilon
+"""
 
 
 def _parse_options(items) -> dict:
@@ -167,9 +218,8 @@ def _run(args) -> int:
             public, public_name = sample.public, sample.public_name
         schema = schema or sample.schema
         if args.backend != "memory":  # count the sample's file where it is
-            from .api import SAMPLE_DIR, list_samples
-            preset = {p["name"]: p for p in list_samples()}[args.sample]
-            data, data_name = SAMPLE_DIR / preset["private"], None
+            from .api import SAMPLE_DIR, sample_preset
+            data, data_name = SAMPLE_DIR / sample_preset(args.sample)["private"], None
     else:
         data = args.data
     if args.no_public:
@@ -227,11 +277,57 @@ def _samples() -> int:
     return 0
 
 
+def _sweep(args) -> int:
+    import json
+    from pathlib import Path
+
+    from .experiments import RUN_COLUMNS, ResultStore, Sweep, pending_jobs, run_sweep
+
+    sweep = Sweep.from_file(args.spec)
+    store = ResultStore(args.store or Path("out") / "sweeps" / _slug(sweep.name))
+    todo, done = pending_jobs(sweep, store)
+    if args.summary:
+        table = store.summary()
+        print(table.to_string(index=False) if len(table) else f"no finished runs in {store.root}")
+        return 0
+    if args.list:
+        pending = {j.run_id for j in todo}
+        for job in sweep.jobs():
+            print(f"{'todo' if job.run_id in pending else 'done'}  {job.run_id}  {job.label()}")
+        return 0
+    print(f"synth: sweep {sweep.name!r}: {sweep.size} runs, {done} already in {store.root}, "
+          f"{len(todo)} to run", file=sys.stderr, flush=True)
+
+    def start(job, i, total):
+        print(f"synth: run {i + 1} of {total}: {job.label()}", file=sys.stderr, flush=True)
+
+    def event(job, ev):
+        if not args.quiet:
+            print(f"  [{job.label()}] {ev.describe()}", file=sys.stderr, flush=True)
+
+    failed = 0
+    for row in run_sweep(sweep, store, isolate=args.isolate, quiet=args.quiet,
+                         on_start=start, on_event=event):
+        failed += row.get("status") != "finished"
+        print(json.dumps({k: row.get(k) for k in RUN_COLUMNS if k != "config"}, default=str),
+              flush=True)
+    print(f"synth: sweep done: results in {store.root} (CURATOR-ONLY)"
+          + (f"; {failed} run(s) failed (run again to retry)" if failed else ""), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _slug(name: str) -> str:
+    import re
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "sweep"
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "sweep":
+            return _sweep(args)
         return _samples()
     except SynthError as exc:
         print(f"synth: error: {exc}", file=sys.stderr)

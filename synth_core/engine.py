@@ -305,6 +305,9 @@ class Engine:
         self.events: list[RoundEvent] = []
         self.model: FittedModel | None = None
         self._needs_fit = False
+        #: (round, plan, pool, chosen, model before the measurement) of the last selection;
+        #: synth_core.uncertainty releases what of it the section-5 bounds need
+        self.last_selection = None
 
     # -- steps -----------------------------------------------------------------
 
@@ -384,6 +387,7 @@ class Engine:
             chosen = pool[idx]
             before = st.model
             m = self._measure(chosen, st.round, plan.noise_std, plan.fit_stddev, plan.rho_measure)
+            self.last_selection = (st.round, plan, tuple(pool), chosen, before)
             rho_meas = plan.rho_measure if chosen.source == PRIVATE else 0.0
             curator = CuratorScores(tuple(pool), tuple(float(s) for s in scores), idx)
             yield self._event(st.round, [chosen.clique], chosen.source,

@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import tempfile
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
@@ -34,11 +33,17 @@ from .errors import ConfigError, DataError, SchemaError, SynthError, WorkloadErr
 from .evaluate import per_marginal_errors
 from .mechanisms import MECHANISMS, make_mechanism
 from .privacy import cdp_epsilon, rho_from_epsilon_delta
-from .report import DOMAIN_NOTES, atomic_write_bytes, check_release, write_table
+from .report import DOMAIN_NOTES, check_release, write_table
+from .experiments import STOPPED as STOPPED_RUN
+from .experiments import (DatasetSpec, MechanismSpec, ResultStore, Sweep, job_summary,
+                          pending_jobs, run_job)
+from .mechanisms import accepts_option
 from .runner import FINISHED, RunWorker, SweepWorker
 from .schema import ColumnSpec, Schema, infer_schema
 from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicInfo, PublicRows, load_table
 from .workload import Workload, parse_workload
+from .workbench_whatif import WhatIfMixin
+from .disk_table import DiskTableMixin
 
 #: epsilon choices of the log-scale slider
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -173,38 +178,21 @@ def _frame_bytes(df: pd.DataFrame, name: str) -> bytes:
 
 # ---------------------------------------------------------------- compare (curator-only)
 
-COMPARE_COLUMNS = ["mechanism", "epsilon", "seed", "status", "workload_error", "rho_spent",
-                   "rounds", "seconds", "error"]
-
-
 def compare_dir() -> Path:
     """Where comparison results are kept (``$SYNTH_WORKBENCH_OUT/compare``, default ``out/compare``)."""
     return Path(os.environ.get("SYNTH_WORKBENCH_OUT", "out")) / "compare"
 
 
-def _read_parquet(path: Path, columns: list[str]) -> pd.DataFrame:
-    if path.exists():
-        try:
-            return pd.read_parquet(path)
-        except Exception:  # noqa: BLE001 - a damaged file starts afresh
-            pass
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-
-
-def _append_parquet(path: Path, rows: list[dict], columns: list[str]) -> None:
-    old = _read_parquet(path, columns)
-    new = pd.DataFrame(rows)
-    for c in columns:
-        if c not in new:
-            new[c] = None
-    frame = pd.concat([old, new[columns]], ignore_index=True) if len(old) else new[columns]
+def frame_parquet_bytes(frame: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False)
-    atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
 
 
 class _CompareMixin:
-    """Comparison sweeps (mechanisms x epsilon grid x seeds) of a Workbench.
+    """Comparison sweeps (mechanisms x epsilon grid x seeds) of a Workbench,
+    run and stored by :mod:`synth_core.experiments` (one result file per run,
+    written atomically; starting the same comparison again resumes it).
 
     CURATOR-ONLY: the results are true workload errors computed from the
     private data; they are saved and downloadable as curator diagnostics,
@@ -215,28 +203,27 @@ class _CompareMixin:
     def compare_key(self) -> str:
         """Identifies the data, public information, workload and fixed settings."""
         s = self.settings
-        ident = {"data": self.data_name, "n": len(self.data), "schema": self.schema.to_json(),
+        ident = {"data": self.data_name, "n": self.n_rows, "schema": self.schema.to_json(),
                  "public": self.public_summary(), "workload": s.workload, "delta": s.delta,
                  "neighbours": s.neighbours, "rounds": s.rounds, "fit_iters": s.fit_iters,
                  "final_fit_iters": s.final_fit_iters, "max_model_size": s.max_model_size,
                  "options": s.options}
         return hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
-    def compare_paths(self) -> tuple[Path, Path]:
+    def compare_store(self) -> ResultStore:
+        """The result store of the current setup (data, public information, settings)."""
         self.require_data()
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.data_name or "data").strip("-")
-        base = compare_dir() / f"compare-{slug}-{self.compare_key()}"
-        return base.with_suffix(".parquet"), Path(str(base) + "-marginals.parquet")
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.data_name or "data").strip("-.")
+        return ResultStore(compare_dir() / f"compare-{slug or 'data'}-{self.compare_key()}")
 
     def compare_results(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """CURATOR-ONLY: (one row per run, per-marginal errors) saved for the current setup."""
-        runs, marg = self.compare_paths()
-        return (_read_parquet(runs, COMPARE_COLUMNS),
-                _read_parquet(marg, ["mechanism", "epsilon", "seed", "marginal", "error"]))
+        store = self.compare_store()
+        return store.runs(), store.marginals()
 
-    def compare_jobs(self, mechanisms: Sequence[str], epsilons: Sequence[float],
-                     seeds: int) -> tuple[list[dict], int]:
-        """The jobs still to run and how many are already saved (resume)."""
+    def compare_sweep(self, mechanisms: Sequence[str], epsilons: Sequence[float],
+                      seeds: int) -> Sweep:
+        """The comparison as an experiments sweep over the session's data."""
         self.require_data()
         mechanisms = list(mechanisms)
         if not mechanisms:
@@ -252,57 +239,53 @@ class _CompareMixin:
         if not 1 <= int(seeds) <= 20:
             raise ConfigError(f"Use 1 to 20 seeds, not {seeds}.")
         parse_workload(self.settings.workload, self.schema.names)
-        done = self.compare_results()[0]
-        done = done[done["status"] == FINISHED]
-        have = {(m, float(e), int(sd)) for m, e, sd in
-                zip(done["mechanism"], done["epsilon"], done["seed"])}
-        jobs, skipped = [], 0
-        for m in mechanisms:
-            for e in sorted(float(x) for x in epsilons):
-                for sd in range(int(seeds)):
-                    if (m, e, sd) in have:
-                        skipped += 1
-                    else:
-                        jobs.append({"mechanism": m, "epsilon": e, "seed": sd})
-        return jobs, skipped
+        kw = self.run_kwargs()
+        s = self.settings
+        data = DatasetSpec(name=self.data_name or "data", data=kw["data"], public=kw.get("public"),
+                           schema=self.schema, public_flag=kw.get("public_flag"),
+                           public_columns=tuple(self.public_columns), key=self.compare_key())
+        # the session's vertical split applies to every mechanism (those without
+        # public columns fail with a clear message, as a single run would)
+        mechs = tuple(MechanismSpec(m, m, {k: v for k, v in s.options.items()
+                                           if k != "public_columns" and accepts_option(m, k)},
+                                    public_columns=bool(self.public_columns) or None)
+                      for m in mechanisms)
+        settings = {f: getattr(s, f) for f in ("delta", "workload", "neighbours", "rounds",
+                                               "max_model_size", "fit_iters", "final_fit_iters",
+                                               "fit_tol")}
+        return Sweep((data,), mechs, tuple(sorted(float(e) for e in epsilons)),
+                     tuple(range(int(seeds))), settings, name=f"compare {self.data_name}")
+
+    def compare_jobs(self, mechanisms: Sequence[str], epsilons: Sequence[float],
+                     seeds: int) -> tuple[list[dict], int]:
+        """The jobs still to run and how many are already saved (resume)."""
+        todo, done = pending_jobs(self.compare_sweep(mechanisms, epsilons, seeds),
+                                  self.compare_store())
+        return [job_summary(j) for j in todo], done
 
     def start_compare(self, mechanisms: Sequence[str], epsilons: Sequence[float],
                       seeds: int) -> SweepWorker:
         """Run the missing (mechanism, epsilon, seed) jobs in the background."""
         self._refuse_if_busy()
-        jobs, _ = self.compare_jobs(mechanisms, epsilons, seeds)
-        kwargs = self.run_kwargs()
-        base = self.settings
-        runs_path, marg_path = self.compare_paths()
+        sweep = self.compare_sweep(mechanisms, epsilons, seeds)
+        store = self.compare_store()
+        todo = {j.run_id: j for j in pending_jobs(sweep, store)[0]}
 
         def run_one(job, should_stop):
-            s = replace(base, mechanism=job["mechanism"], epsilon=job["epsilon"], seed=job["seed"])
-            started = time.time()
-            synth = self._synthesizer(s)
-            for _ in synth.run(**kwargs):
-                if should_stop():
-                    self.sweep_rho += synth.engine.ledger.spent if synth.engine else 0.0
-                    return None
-            res = synth.result
-            diag = res.curator_diagnostics()
-            _append_parquet(marg_path, [
-                {**job, "marginal": " × ".join(k), "error": float(v)}
-                for k, v in diag.per_marginal.items()],
-                ["mechanism", "epsilon", "seed", "marginal", "error"])
-            return {**job, "status": FINISHED, "workload_error": diag.workload_error,
-                    "rho_spent": res.ledger.spent,
-                    "rounds": max([e.round for e in res.events], default=0),
-                    "seconds": time.time() - started, "error": None}
+            row, marginals = run_job(todo[job["run_id"]], should_stop=should_stop)
+            if row["status"] == STOPPED_RUN:
+                self.sweep_rho += row["rho_spent"]
+                return None
+            store.write(row, marginals)
+            return row
 
         def on_row(row):
             self.sweep_runs += 1
             if row.get("rho_spent"):
                 self.sweep_rho += float(row["rho_spent"])
-            _append_parquet(runs_path, [row], COMPARE_COLUMNS)
 
-        self.sweep_path = runs_path
-        self.sweep = SweepWorker(jobs, run_one, on_row=on_row,
-                                 label=f"{len(jobs)} runs on {self.data_name}").start()
+        self.sweep = SweepWorker([job_summary(j) for j in todo.values()], run_one, on_row=on_row,
+                                 label=f"{len(todo)} runs on {self.data_name}").start()
         return self.sweep
 
     def stop_compare(self) -> None:
@@ -320,8 +303,9 @@ class _CompareMixin:
         return self.public_proxy_errors()[0]
 
 
-class Workbench(_CompareMixin):
-    """A session's state: data, schema, public information, settings, runs."""
+class _WorkbenchCore(_CompareMixin, WhatIfMixin):
+    """A session's state: data, schema, public information, settings, runs.
+    (:class:`Workbench` is this with a table on disk, :mod:`synth_core.disk_table`.)"""
 
     @property
     def schema(self) -> Schema | None:
@@ -356,7 +340,6 @@ class Workbench(_CompareMixin):
         self.settings = RunSettings()
         self.worker: RunWorker | None = None
         self.sweep: SweepWorker | None = None
-        self.sweep_path: Path | None = None
         self.sweep_rho = 0.0             # budget the comparison runs of this session spent
         self.sweep_runs = 0
         self.worker_settings: RunSettings | None = None
@@ -369,6 +352,11 @@ class Workbench(_CompareMixin):
     @property
     def has_data(self) -> bool:
         return self.data is not None and self.schema is not None
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the loaded table (``data`` may be a preview: see disk_table)."""
+        return 0 if self.data is None else len(self.data)
 
     def require_data(self) -> None:
         if not self.has_data:
@@ -399,7 +387,10 @@ class Workbench(_CompareMixin):
 
     def load_upload(self, filename: str, content: bytes) -> None:
         """Load an uploaded CSV/Parquet table; its schema is read off it (not protected)."""
-        df = self._read_upload(filename, content)
+        self._load_frame(self._read_upload(filename, content), filename)
+
+    def _load_frame(self, df: pd.DataFrame, filename: str) -> None:
+        """Use a loaded table; its schema is read off it (not protected)."""
         frame, dropped = df, []
         while True:  # columns whose domain cannot be read off the data are left out
             try:
@@ -861,7 +852,7 @@ class Workbench(_CompareMixin):
                 return max(1.0, per_round * rounds), f"scaled from run {run.number} in this session"
         # calibrated on this machine (2 cores): JAM-PGM on Titanic at the paper defaults
         # spends ~2.5 s per round (100 fit iterations) and ~9 s in the final fit
-        n = len(self.data)
+        n = self.n_rows
         cells = sum(self.schema.sizes.values())
         size = (1 + cells / 500) * (1 + n / 2e5)
         per_round = 0.3 + s.fit_iters * 0.025 * size
@@ -918,6 +909,7 @@ class Workbench(_CompareMixin):
         run = FinishedRun(len(self.runs) + 1, w.label, w.status, self.worker_settings, w.events,
                           w.rho_spent, w.seconds, w.result, w.failure,
                           getattr(self, "_worker_reproduce", ""), getattr(self, "_worker_data", ""))
+        self._attach_what_if(run, w.started_at)   # what-ifs made before the run
         self.runs.append(run)
         self.worker = None
         return run
@@ -1076,3 +1068,11 @@ def measurements_frame(report: dict) -> pd.DataFrame:
              "noise std": m["noise_std"], "cells": m["cells"]}
             for m in report.get("measurements", [])]
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- the session object
+
+
+class Workbench(DiskTableMixin, _WorkbenchCore):
+    """A session's state (see :class:`_WorkbenchCore`), whose table may also stay
+    in a file on disk, counted by DuckDB (:class:`~synth_core.disk_table.DiskTableMixin`)."""

@@ -1,8 +1,10 @@
-"""Two browser sessions at once, and nothing lost across pages (issue 7, parts 6 and 7).
+"""Two browser sessions at once, and nothing lost across pages (issue 7, parts 6 and 7)
+or on a reload (trust issue, item 1).
 
 Streamlit AppTest sessions of the real app (no mocks): each session keeps its
-own Workbench in ``st.session_state["wb"]``; runs execute in background threads.
-Also the upload name handling of ``Workbench._read_upload``.
+own Workbench in ``st.session_state["wb"]``, found again by a new session
+(a reload) through the ``session`` token in the URL; runs execute in
+background threads. Also the upload name handling of ``Workbench._read_upload``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ import io
 import pandas as pd
 import pytest
 
+from streamlit.testing.v1 import AppTest
+
+from app_pages.sessions import PARAM
 from synth_core.errors import DataError
 from synth_core.workbench import Workbench
-from test_app_pages import PAGES, errors, flagged_csv, go, load_titanic, new_app, texts, wait_for_run
+from test_app_pages import (APP, PAGES, errors, flagged_csv, go, load_titanic, new_app, texts,
+                            wait_for_run)
 
 ALL_PAGES = PAGES + ["app_pages/compare.py"]
 
@@ -36,6 +42,16 @@ def start_run(at):
 
 def sidebar(at) -> str:
     return "\n".join(m.value for m in at.sidebar.markdown)
+
+
+def reopen(token: str | None, page: str = "app_pages/run.py") -> AppTest:
+    """A new session (a reload, or another browser) on ``page`` with the URL's token."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    if token is not None:
+        at.query_params[PARAM] = token
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
 
 
 def test_two_sessions_do_not_see_each_others_data_or_runs():
@@ -84,6 +100,15 @@ def test_two_sessions_do_not_see_each_others_data_or_runs():
         report = report.decode() if isinstance(report, bytes) else report
         assert mine in report and other not in report
         assert other.strip('"') not in sidebar(at)
+    # a reload finds each session's own Workbench by its token, never the other's
+    tokens = [at.query_params[PARAM] for at in (titanic, people)]
+    assert tokens[0] != tokens[1]
+    for token, wb, mine, other in ((tokens[0], wb1, "titanic:private", "people.csv"),
+                                   (tokens[1], wb2, "people.csv", "titanic")):
+        again = reopen(token, "app_pages/release.py")
+        assert again.session_state["wb"] is wb and again.query_params[PARAM] == token
+        assert mine in sidebar(again) and other not in sidebar(again)
+        assert not any("earlier session expired" in w.value for w in again.warning)
     # a new table in one session leaves the other's data and runs alone
     load_titanic(go(people, "app_pages/start.py"))
     assert wb2.data_name == "titanic:private" and wb1.data_name == "titanic:private"
@@ -156,3 +181,44 @@ def test_workbench_uploads_with_hostile_names_keep_the_loaded_table():
     for name in ("x.csv/..", "p\x00"):
         with pytest.raises(DataError):
             wb.set_public_table(name, b"a,b\n1,2\n")
+
+
+def test_reload_with_the_token_finds_the_workbench_and_its_run():
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    token = at.query_params[PARAM]
+    assert len(token) >= 22
+    wb.update_settings(workload="all-2way", rounds=3, fit_iters=10, final_fit_iters=20, seed=0)
+    start_run(at)
+    # a reload while the run goes on: the new session sees it (running, or just finished)
+    during = reopen(token)
+    assert during.session_state["wb"] is wb
+    assert wb.running or wb.runs
+    if wb.running:
+        assert any(h.value.startswith("Running: jam-pgm") for h in during.subheader)
+    wait_for_run(at)
+    # query parameters survive page switches; a reload after the run sees it finished
+    for page in ALL_PAGES:
+        go(at, page)
+        assert at.query_params[PARAM] == token
+    after = reopen(token)
+    assert after.session_state["wb"] is wb and len(wb.runs) == 1
+    assert any("Finished in" in s.value for s in after.success), texts(after)
+    assert "titanic:private" in sidebar(after) and "1 run(s)" in sidebar(after)
+    go(after, "app_pages/release.py")
+    assert [b.label for b in after.get("download_button")][:1] == ["Synthetic data (CSV)"]
+
+    # another browser (no token) starts afresh, with a token of its own
+    other = reopen(None)
+    assert other.session_state["wb"] is not wb and not other.session_state["wb"].has_data
+    assert other.query_params[PARAM] != token and "none loaded" in sidebar(other)
+    assert not any("earlier session expired" in w.value for w in other.warning)
+    # an unknown, made-up or damaged token: a fresh session and a clear notice, no traceback
+    for bad in ("x" * 32, token[:-2], "not a token!", token + "A"):
+        fresh = reopen(bad)
+        assert fresh.session_state["wb"] is not wb and not fresh.session_state["wb"].has_data
+        assert fresh.query_params[PARAM] not in (bad, token)
+        assert any("earlier session expired" in w.value for w in fresh.warning)
+        assert not errors(fresh)
+        go(fresh, "app_pages/start.py")              # the notice is shown once
+        assert not any("earlier session expired" in w.value for w in fresh.warning)

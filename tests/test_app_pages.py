@@ -425,3 +425,189 @@ def test_run_page_stop_button_stops_the_run():
     assert f"ρ = {run.rho_spent:.4g}" in sidebar_text(at)
     go(at, "app_pages/release.py")
     assert "No finished run yet" in texts(at)
+
+
+# ---------------------------------------------------------------- a file on this machine
+
+def _open_disk(at: AppTest, path, backend="duckdb") -> AppTest:
+    at.text_input(key="disk_path").set_value(str(path))
+    at.radio(key="disk_backend").set_value(backend)
+    at.button(key="open_disk").click().run()
+    assert not at.exception
+    return at
+
+
+def test_data_page_opens_a_parquet_file_on_disk_with_duckdb(tmp_path, monkeypatch):
+    from synth_core.api import SAMPLE_DIR
+    from synth_core.backends.duckdb_backend import DuckDBTable
+    from synth_core.tables import load_table
+
+    root = tmp_path / "allowed"
+    (root / "sub").mkdir(parents=True)
+    frame = load_table(SAMPLE_DIR / "titanic/titanic.csv")
+    frame.to_parquet(root / "sub" / "titanic.parquet")
+    outside = tmp_path / "elsewhere.parquet"
+    frame.to_parquet(outside)
+    (root / "link.parquet").symlink_to(outside)          # a way out of the allowed folder
+    (root / "broken.parquet").write_bytes(b"PAR1 this is not a parquet file")
+    monkeypatch.setenv("SYNTH_WORKBENCH_DATA_ROOTS", str(root))
+
+    at = go(new_app(), "app_pages/data.py")
+    assert str(root) in texts(at)                         # the allowed folders are shown
+    _open_disk(at, root / "sub" / ".." / "sub" / "titanic.parquet")
+    assert not errors(at)
+    wb = at.session_state["wb"]
+    assert wb.out_of_core and wb.n_rows == 1309 and len(wb.data) == 100   # a preview only
+    preview = at.dataframe[0].value
+    assert len(preview) == 100 and list(preview.columns) == list(frame.columns)
+    assert preview["age"].tolist()[:5] == frame["age"].tolist()[:5]
+    assert "1,309 rows" in texts(at) and "LIMIT 100" in texts(at)
+    assert "no domain yet" in texts(at) and "not declared yet" in sidebar_text(at)
+    go(at, "app_pages/run.py")                            # other pages say what to do
+    assert "domain is not declared yet" in texts(at) and not errors(at)
+
+    go(at, "app_pages/data.py")
+    at.file_uploader(key="disk_schema").set_value(
+        ("schema.json", (SAMPLE_DIR / "titanic/schema.json").read_bytes(), "application/json"))
+    at.run()
+    assert not at.exception and not errors(at)
+    assert wb.has_data and wb.schema.source == "declared" and wb.out_of_core
+    assert "1,309 rows" in sidebar_text(at) and "counted by DuckDB" in sidebar_text(at)
+
+    # paths that may not or cannot be opened: a specific error each, nothing lost
+    for bad, what in [(outside, "outside the folders"), (root / "link.parquet", "outside the folders"),
+                      (tmp_path / "allowed" / ".." / "elsewhere.parquet", "outside the folders"),
+                      (root / "missing.parquet", "not found"), (root / "notes.txt", "not a table file"),
+                      (root / "broken.parquet", "cannot read")]:
+        _open_disk(at, bad)
+        assert errors(at) and what in errors(at)[0], (bad, errors(at))
+        assert wb.out_of_core and wb.n_rows == 1309 and wb.schema.source == "declared"
+
+    # a run counts the file with DuckDB; its curator-only error comes from DuckDB's counts
+    wb.update_settings(mechanism="aim", rounds=24, workload="all-2way", fit_iters=20,
+                       final_fit_iters=50, seed=0)
+    go(at, "app_pages/run.py")
+    at.button(key="start_run").click().run()
+    assert not at.exception and not errors(at)
+    wait_for_run(at)
+    at.run()
+    assert not at.exception and not errors(at)
+    run = wb.runs[0]
+    assert run.status == "finished"
+    private = run.result.inputs.data.private
+    assert isinstance(private, DuckDBTable) and private.con is None   # closed after the run
+    assert any("Workload error" in m.label and "curator-only" in m.label for m in at.metric)
+
+    go(at, "app_pages/release.py")
+    assert not errors(at)
+    assert any("This release satisfies" in i.value for i in at.info)
+    code = [c.value for c in at.code][0]
+    assert f"--data {root / 'sub' / 'titanic.parquet'} --backend duckdb" in code
+    files = wb.release_files(run)
+    report = json.loads(files["report.json"])
+    check_release(report)
+    assert report["domain"]["protected"]
+    assert len(pd.read_csv(io.BytesIO(files["synthetic.csv"]))) == 1309
+
+
+def test_public_rows_flagged_in_a_disk_file_and_compare(tmp_path, monkeypatch):
+    from conftest import make_correlated
+
+    frame = make_correlated(2000, seed=3)[["sex", "edu", "income"]]
+    frame["is_public"] = np.where(np.random.default_rng(0).random(len(frame)) < 0.2, "yes", "no")
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    monkeypatch.setenv("SYNTH_WORKBENCH_DATA_ROOTS", str(tmp_path))
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path / "out"))
+    monkeypatch.chdir(tmp_path)
+    import synth_core.api
+    import synth_core.backends.memory
+    import synth_core.disk_table
+    from synth_core.tables import load_table
+
+    def never_the_private_file(path, *args, **kwargs):   # pandas must never read people.csv
+        assert Path(path).name != "people.csv", "the private file was loaded into pandas"
+        return load_table(path, *args, **kwargs)
+    for module in (synth_core.api, synth_core.backends.memory, synth_core.disk_table):
+        monkeypatch.setattr(module, "load_table", never_the_private_file)
+
+    at = go(new_app(), "app_pages/data.py")
+    _open_disk(at, "people.csv")                          # relative to the working directory
+    wb = at.session_state["wb"]
+    assert wb.out_of_core and wb.n_rows == 2000
+    # the domain from the rows the flag column marks public (DuckDB reads only those)
+    assert at.selectbox(key="disk_flag").options == ["is_public"]
+    at.button(key="disk_flag_apply").click().run()
+    assert not at.exception and not errors(at)
+    n_public = int((frame["is_public"] == "yes").sum())
+    assert wb.public_mode == "flag" and wb.schema.source == "public"
+    assert wb.schema.names == ("sex", "edu", "income")
+    assert f"{n_public:,} rows flagged by column 'is_public'" in sidebar_text(at)
+
+    go(at, "app_pages/public.py")
+    assert not errors(at) and "CURATOR-ONLY, not releasable" in texts(at)
+    assert any("curator-only" in m.label for m in at.metric)   # proxy error, counted by DuckDB
+    at.radio(key="public_mode").set_value("filter").run()
+    assert "needs the table in memory" in texts(at) and not errors(at)
+    assert wb.public_mode == "flag"
+
+    wb.update_settings(mechanism="jam-pgm", rounds=2, workload="all-2way", fit_iters=20,
+                       final_fit_iters=40)
+    go(at, "app_pages/compare.py")
+    at.multiselect(key="cmp_mechs").set_value(["jam-pgm"])
+    at.multiselect(key="cmp_eps").set_value([1.0])
+    at.number_input(key="cmp_seeds").set_value(1)
+    at.button[[b.label for b in at.button].index("Start comparison")].click().run()
+    assert not at.exception and not errors(at)
+    deadline = time.time() + 180
+    while wb.comparing:
+        assert time.time() < deadline
+        time.sleep(0.3)
+    at.run()
+    assert not at.exception and not errors(at)
+    results = wb.compare_results()[0]
+    assert list(results["status"]) == ["finished"] and results["workload_error"].iloc[0] > 0
+    assert "CURATOR-ONLY, not releasable" in texts(at)
+
+
+def test_data_page_loads_a_file_on_disk_into_memory(tmp_path, monkeypatch):
+    from synth_core.api import SAMPLE_DIR
+
+    (tmp_path / "t.csv").write_bytes((SAMPLE_DIR / "titanic/titanic.csv").read_bytes())
+    monkeypatch.setenv("SYNTH_WORKBENCH_DATA_ROOTS", str(tmp_path))
+    at = _open_disk(go(new_app(), "app_pages/data.py"), tmp_path / "t.csv", backend="memory")
+    assert not errors(at)
+    wb = at.session_state["wb"]
+    assert not wb.out_of_core and len(wb.data) == wb.n_rows == 1309
+    assert wb.schema.source == "private" and "Loaded 't.csv' into memory" in texts(at)
+    assert any("domain not privacy-protected" in w.value for w in at.warning)
+    assert wb.reproduce_command().count(f"--data {tmp_path / 't.csv'}") == 1
+    assert "--backend" not in wb.reproduce_command()
+    go(at, "app_pages/public.py")                        # a filter works on a loaded table
+    at.radio(key="public_mode").set_value("filter").run()
+    assert at.selectbox(key="filter_column") is not None and not errors(at)
+
+
+def test_a_disk_file_replaced_by_a_link_out_of_the_roots_is_refused(tmp_path, monkeypatch):
+    from synth_core.errors import DataError
+    from synth_core.workbench import Workbench
+
+    root = tmp_path / "allowed"
+    root.mkdir()
+    frame = pd.DataFrame({"a": ["x", "y"] * 50, "b": [1, 2] * 50})
+    frame.to_parquet(root / "t.parquet")
+    frame.to_parquet(tmp_path / "secret.parquet")
+    monkeypatch.setenv("SYNTH_WORKBENCH_DATA_ROOTS", str(root))
+    wb = Workbench()
+    wb.load_disk(str(root / "t.parquet"))
+    wb.load_schema_file("s.json", json.dumps({"columns": [
+        {"name": "a", "kind": "categorical", "categories": ["x", "y"]},
+        {"name": "b", "kind": "categorical", "categories": [1, 2]}]}).encode())
+    assert wb.run_kwargs()["data"] == str(root / "t.parquet")
+    (root / "t.parquet").unlink()
+    (root / "t.parquet").symlink_to(tmp_path / "secret.parquet")
+    try:
+        wb.run_kwargs()
+    except DataError as exc:
+        assert "outside the folders" in str(exc)
+    else:
+        raise AssertionError("a link out of the allowed folders was followed")

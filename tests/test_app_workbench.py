@@ -303,7 +303,11 @@ def test_compare_sweep_saves_and_resumes(tmp_path, monkeypatch):
     results, marginals = w.compare_results()
     assert len(results) == 4 and set(results["status"]) == {"finished"}
     assert len(marginals) == 4 * 20
-    assert w.compare_paths()[0].exists() and w.compare_paths()[0].parent == tmp_path / "compare"
+    store = w.compare_store()
+    assert store.root.parent == tmp_path / "compare" and len(list(store.runs_dir.glob("*.parquet"))) == 4
+    # the full configuration of each run is stored with it
+    cfg = json.loads(results["config"].iloc[0])
+    assert cfg["run"]["workload"] == w.settings.workload and cfg["dataset"]["name"] == w.data_name
     assert w.session_rho_spent() == pytest.approx(results["rho_spent"].sum())
     # the public-only baseline is the public rows rescaled: its error is the proxy error
     pub = results[results["mechanism"] == "public-only"]["workload_error"].astype(float)

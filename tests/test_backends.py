@@ -22,7 +22,7 @@ from synth_core import Synthesizer
 from synth_core.api import SAMPLE_DIR, prepare_inputs
 from synth_core.backends import CountingBackend, MarginalCounter, make_backend
 from synth_core.cli import main as cli_main
-from synth_core.errors import ConfigError, DataError
+from synth_core.errors import ConfigError, DataError, SchemaError
 from synth_core.marginals import CodedTable
 from synth_core.schema import Schema, load_schema
 from synth_core.tables import load_table
@@ -260,9 +260,9 @@ def test_missing_schema_column_is_named(tmp_path):
 def test_inputs_need_a_domain_not_read_off_the_private_file():
     with pytest.raises(ConfigError, match="declared schema"):
         prepare_inputs(SAMPLE_DIR / "titanic/private.csv", backend="duckdb")
-    with pytest.raises(ConfigError, match="--public-flag"):
-        prepare_inputs(SAMPLE_DIR / "titanic/private.csv", backend="duckdb",
-                       schema=SAMPLE_DIR / "titanic/schema.json", public_flag="is_public")
+    with pytest.raises(ConfigError, match="not both"):
+        prepare_inputs(SAMPLE_DIR / "titanic/private.csv", SAMPLE_DIR / "titanic/public.csv",
+                       backend="duckdb", public_flag="is_public")
 
 
 def test_domain_from_public_rows():
@@ -318,3 +318,197 @@ def test_cli_refuses_backend_without_domain(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--schema" in err and "load the whole file" in err
     assert not (tmp_path / "s.csv").exists()
+
+
+# ---------------------------------------------------------------- public rows flagged in the file
+
+TITANIC_SCHEMA = SAMPLE_DIR / "titanic/schema.json"
+
+
+@pytest.fixture(scope="module")
+def flagged_files(tmp_path_factory):
+    """All of Titanic with a text flag column (about 25% " yes", else "No"), as
+    Parquet and CSV: the flagged rows are public, the others private."""
+    folder = tmp_path_factory.mktemp("flagged")
+    frame = load_table(SAMPLE_DIR / "titanic/titanic.csv")
+    rng = np.random.default_rng(0)
+    frame.insert(2, "is_public", np.where(rng.random(len(frame)) < 0.25, " yes", "No"))
+    frame.to_parquet(folder / "flagged.parquet")
+    frame.to_csv(folder / "flagged.csv", index=False)
+    return folder
+
+
+def _without_seconds(obj):
+    """A report without its wall-clock times (they differ between any two runs)."""
+    if isinstance(obj, dict):
+        return {k: _without_seconds(v) for k, v in obj.items()
+                if "seconds" not in k and k != "created"}
+    if isinstance(obj, list):
+        return [_without_seconds(v) for v in obj]
+    return obj
+
+
+def assert_same_run(mem, db):
+    """Two runs on the same data and seed: identical synthetic data, measurements,
+    ledger, report and curator-only diagnostics."""
+    pd.testing.assert_frame_equal(mem.synthetic, db.synthetic)
+    assert [(m.clique, m.source) for m in mem.measurements] == \
+        [(m.clique, m.source) for m in db.measurements]
+    assert mem.ledger.to_json() == db.ledger.to_json()
+    assert _without_seconds(mem.report) == _without_seconds(db.report)
+    m, d = mem.curator_diagnostics(), db.curator_diagnostics()
+    assert m.workload_error == d.workload_error and m.per_marginal == d.per_marginal
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_duckdb_flag_column_equals_memory(flagged_files, fmt):
+    path = flagged_files / f"flagged.{fmt}"
+    kw = dict(public_flag="is_public", schema=TITANIC_SCHEMA)
+    mem = prepare_inputs(path, **kw)
+    db = prepare_inputs(path, backend="duckdb", **kw)
+    assert isinstance(db.data.private, CountingBackend)
+    assert db.public_label == mem.public_label == \
+        f"rows of 'flagged.{fmt}' flagged by column 'is_public'"
+    assert db.data.public.n == mem.data.public.n and 0 < db.data.public.n < 1309 // 2
+    assert db.data.n == mem.data.n == 1309 - db.data.public.n
+    cliques = all_cliques(mem.schema.names)
+    assert_same_marginals(db.data.private, mem.data.private, cliques)
+    assert_same_marginals(db.data.public, mem.data.public, cliques)
+
+
+def test_duckdb_flag_domain_from_the_flagged_rows(tmp_path):
+    from conftest import make_correlated
+
+    frame = make_correlated(600, seed=5)[["sex", "edu", "income"]]
+    frame["public"] = np.random.default_rng(1).random(len(frame)) < 0.3   # a boolean flag
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    mem = prepare_inputs(path, public_flag="public")
+    db = prepare_inputs(path, public_flag="public", backend="duckdb")
+    assert db.schema.source == mem.schema.source == "public"
+    assert db.schema.to_json() == mem.schema.to_json()
+    assert_same_marginals(db.data.private, mem.data.private, all_cliques(db.schema.names))
+
+
+def test_duckdb_flag_column_is_checked_over_the_whole_file(tmp_path, monkeypatch):
+    from synth_core.backends import inputs as backend_inputs
+
+    frame = load_table(SAMPLE_DIR / "titanic/titanic.csv")
+    path = tmp_path / "f.parquet"
+
+    def write(flags):
+        frame.assign(flag=flags).to_parquet(path)
+
+    kw = dict(public_flag="flag", schema=TITANIC_SCHEMA)
+    flags = np.where(np.arange(len(frame)) % 4 == 0, "yes", "no").astype(object)
+    flags[[7, 8, 9]] = ["maybe", "maybe", None]
+    write(flags)
+    messages = []
+    for backend in ("memory", "duckdb"):
+        with pytest.raises(DataError) as err:
+            prepare_inputs(path, backend=backend, **kw)
+        messages.append(str(err.value))
+        assert err.value.column == "flag"
+    assert "3 rows that are not true or false" in messages[1] and "'maybe' (2 rows)" in messages[1]
+    write(np.full(len(frame), "no"))
+    with pytest.raises(DataError, match="has no rows"):
+        prepare_inputs(path, backend="duckdb", **kw)
+    write(np.full(len(frame), True))
+    with pytest.raises(DataError, match="no rows once the public rows are split off"):
+        prepare_inputs(path, backend="duckdb", **kw)
+    write(np.arange(len(frame)) % 2)               # 0/1 numbers: a valid flag
+    monkeypatch.setattr(backend_inputs, "MAX_PUBLIC_ROWS", 100)
+    with pytest.raises(ConfigError, match="stops at 100") as err:
+        prepare_inputs(path, backend="duckdb", **kw)
+    assert "own (smaller) file" in err.value.hint
+    monkeypatch.undo()
+    schema = load_schema(TITANIC_SCHEMA).to_json()
+    schema["columns"].append({"name": "flag", "kind": "categorical", "categories": [0, 1]})
+    with pytest.raises(SchemaError, match="also a schema column"):
+        prepare_inputs(path, backend="duckdb", public_flag="flag", schema=schema)
+
+
+def test_api_run_with_a_flag_column_duckdb_equals_memory(flagged_files):
+    results = {}
+    for backend in ("memory", "duckdb"):
+        synth = Synthesizer("jam-pgm", epsilon=1.0, seed=3, rounds=4, workload="all-2way",
+                            fit_iters=40, final_fit_iters=80)
+        results[backend] = synth.fit(flagged_files / "flagged.parquet", schema=TITANIC_SCHEMA,
+                                     public_flag="is_public", backend=backend)
+    mem, db = results["memory"], results["duckdb"]
+    assert db.report["public_information"]["rows"] == mem.report["public_information"]["rows"]
+    assert {m.source for m in db.measurements} >= {"public"} or db.measurements
+    assert_same_run(mem, db)
+    assert db.public_proxy_error() == mem.public_proxy_error()
+
+
+# ---------------------------------------------------------------- public columns
+
+
+def test_api_vjam_public_columns_duckdb_equals_memory():
+    results = {}
+    for backend in ("memory", "duckdb"):
+        synth = Synthesizer("vjam-pgm", epsilon=1.0, seed=2, rounds=3, workload="all-2way",
+                            fit_iters=30, final_fit_iters=60)
+        results[backend] = synth.fit(SAMPLE_DIR / "titanic/titanic.csv", schema=TITANIC_SCHEMA,
+                                     public_columns=["pclass", "sex"], backend=backend)
+    mem, db = results["memory"], results["duckdb"]
+    assert db.inputs.public_values is None      # plain vJAM-PGM loads no records
+    assert any(m.source == "public" for m in db.measurements)
+    assert_same_run(mem, db)
+
+
+def test_conditional_generation_with_a_flag_duckdb_equals_memory(flagged_files):
+    results = {}
+    for backend in ("memory", "duckdb"):
+        synth = Synthesizer("aim", epsilon=1.0, seed=1, rounds=30, workload="all-2way",
+                            fit_iters=40, final_fit_iters=80, conditional=True)
+        results[backend] = synth.fit(flagged_files / "flagged.parquet", schema=TITANIC_SCHEMA,
+                                     public_flag="is_public", public_columns=["pclass", "sex"],
+                                     backend=backend)
+    mem, db = results["memory"], results["duckdb"]
+    # the private records' public values, loaded for the public columns only
+    assert list(db.inputs.public_values.columns) == ["pclass", "sex"]
+    assert len(db.inputs.public_values) == db.inputs.data.n
+    pd.testing.assert_frame_equal(db.inputs.public_values, mem.inputs.public_values)
+    assert db.report["conditional_generation"]["conditioned_on"] == ["pclass", "sex"]
+    assert_same_run(mem, db)
+
+
+def test_mechanisms_that_read_every_record_need_the_memory_backend():
+    synth = Synthesizer("vpmw", epsilon=1.0, seed=0, rounds=2, workload="all-2way")
+    with pytest.raises(ConfigError, match="memory backend"):
+        synth.fit(SAMPLE_DIR / "titanic/titanic.csv", schema=TITANIC_SCHEMA,
+                  public_columns=["pclass"], backend="duckdb")
+
+
+def test_duckdb_counts_again_after_close(flagged_files):
+    schema = load_schema(TITANIC_SCHEMA)
+    path = flagged_files / "flagged.parquet"
+    reference = prepare_inputs(path, public_flag="is_public", schema=schema).data.private
+    db = make_backend("duckdb", path, schema, public_flag="is_public")
+    a, b, c = schema.names[:3]
+    db.marginals([(a, b)])
+    db.close()
+    np.testing.assert_array_equal(db.marginal((a,)), reference.marginal((a,)))   # cached
+    np.testing.assert_array_equal(db.marginal((b, c)), reference.marginal((b, c)))  # reopened
+    db.close()
+
+
+@requires_java
+def test_spark_flag_column_and_public_columns_equal_memory(flagged_files, spark):
+    path = flagged_files / "flagged.parquet"
+    kw = dict(public_flag="is_public", schema=TITANIC_SCHEMA, public_columns=["pclass", "sex"])
+    mem = prepare_inputs(path, **kw)
+    sp = prepare_inputs(path, backend="spark", backend_options={"spark": spark}, **kw)
+    assert sp.public_label == mem.public_label and sp.data.public.n == mem.data.public.n
+    cliques = all_cliques(mem.schema.names, 2)
+    assert_same_marginals(sp.data.private, mem.data.private, cliques)
+    assert_same_marginals(sp.data.public, mem.data.public, cliques)
+    from synth_core.backends.inputs import own_public_codes
+
+    codes = own_public_codes(sp, ["pclass", "sex"])
+    np.testing.assert_array_equal(codes.to_numpy(),
+                                  mem.data.private.to_frame()[["pclass", "sex"]].to_numpy())
+    pd.testing.assert_frame_equal(sp.public_values, mem.public_values)
+    sp.data.private.close()

@@ -5,6 +5,8 @@ Starts ``streamlit run app.py`` on a free local port and drives Debian's
 the Titanic sample, see its public rows, choose small settings, run JAM-PGM,
 watch the rounds appear with public/private labels, then download the
 synthetic data and the report from the Release page and check their content.
+Also: Stop during a long run, and a reload during a run that finds the same
+session (the token in the URL) with its run still going.
 
 Screenshots of every page go to ``$WORKBENCH_ARTIFACTS`` (default
 ``/tmp/workbench-artifacts``).
@@ -23,6 +25,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
 import pytest
@@ -106,6 +109,22 @@ def _goto(page, title: str) -> None:
     page.get_by_role("heading", name=title, exact=True).wait_for(timeout=30_000)
 
 
+def _save_settings(page) -> None:
+    """Press Save settings until "Settings saved." shows: on a loaded machine a
+    click can land while the page is still re-rendering from the previous
+    widget change, and Streamlit drops it. Saving twice is harmless."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _attempt in range(3):
+        page.get_by_role("button", name="Save settings").click()
+        try:
+            page.get_by_text("Settings saved.").wait_for(timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    page.get_by_text("Settings saved.").wait_for()
+
+
 def test_main_path(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
     page.set_default_timeout(30_000)
@@ -131,17 +150,19 @@ def test_main_path(server, browser):
     page.get_by_text("CURATOR-ONLY, not releasable").first.wait_for()
     _shot(page, "03_public")
 
-    # small settings so the run takes seconds
+    # small settings so the run takes seconds; research mode, seed 0 (the same rounds every time)
     _goto(page, "Workload and budget")
+    page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()
+    page.get_by_text("switch to research mode with seed 0").wait_for()
     page.get_by_text("Paper default rounds").click()
     for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),
                          ("Final fit iterations", "50")):
         box = page.get_by_label(label, exact=True)
         box.fill(value)
         box.press("Tab")
-    page.get_by_role("button", name="Save settings").click()
-    page.get_by_text("Settings saved.").wait_for()
+    _save_settings(page)
     sidebar.get_by_text("jam-pgm").wait_for()
+    sidebar.get_by_text("research (seed 0)").wait_for()
     _shot(page, "04_workload")
 
     _goto(page, "Run")
@@ -176,6 +197,7 @@ def test_main_path(server, browser):
     report = json.loads(Path(dl.value.path()).read_text())
     assert report["config"]["mechanism"] == "jam-pgm"
     assert report["config"]["rounds"] == 3
+    assert report["privacy"]["mode"] == "research" and report["config"]["seed"] == 0
     assert {e["source"] for e in report["rounds"]} <= {"public", "private"}
     assert len(report["rounds"]) == 3
     assert not CURATOR_KEYS & set(all_keys(report))
@@ -223,3 +245,50 @@ def test_stop_button_works_while_running(server, browser):
     page.get_by_role("button", name="Start run").wait_for()
     assert page.get_by_role("button", name="Start run").is_enabled()
     page.close()
+
+
+def _token(page) -> str:
+    """The session token in the page's URL (put back after every navigation)."""
+    page.wait_for_url(re.compile(r"[?&]session=[A-Za-z0-9_-]{22,}"))
+    return parse_qs(urlparse(page.url).query)["session"][0]
+
+
+def test_reload_keeps_the_session_and_its_run(server, browser):
+    """A reload is a new Streamlit session: the token in the URL finds the same
+    Workbench, with its run still going. Another browser does not; a made-up
+    token gets a fresh session and a notice. The token is never logged."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.set_default_timeout(30_000)
+    page.goto(server)
+    page.get_by_role("button", name="Load titanic", exact=True).click()
+    page.get_by_text("Loaded sample 'titanic'").wait_for()
+    token = _token(page)
+    _goto(page, "Run")                               # navigation keeps the token in the URL
+    assert _token(page) == token and urlparse(page.url).path.endswith("/run")
+    page.get_by_text("mode: release (OpenDP discrete Gaussian").wait_for()
+    page.get_by_role("button", name="Start run").click()
+    page.get_by_text(re.compile(r"round [1-9] / 30")).first.wait_for(timeout=60_000)
+
+    page.reload()
+    page.get_by_role("heading", name="Run", exact=True).wait_for(timeout=60_000)
+    page.get_by_role("heading", name=re.compile(r"^Running: jam-pgm")).wait_for()
+    page.get_by_text(re.compile(r"round ([1-9]|[12][0-9]) / 30")).first.wait_for()
+    page.get_by_test_id("stSidebar").get_by_text("titanic:private", exact=True).wait_for()
+    assert _token(page) == token
+    assert page.get_by_text("earlier session expired").count() == 0
+    # the reloaded page controls the run: Stop works (and frees the shared cores)
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_text(re.compile(r"Stopped after round \d+")).wait_for(timeout=60_000)
+
+    other = browser.new_page()                       # another browser: its own, empty session
+    other.set_default_timeout(30_000)
+    other.goto(server)
+    other.get_by_test_id("stSidebar").get_by_text("none loaded").wait_for(timeout=60_000)
+    assert _token(other) != token
+    other.goto(f"{server}/run?session=made-up-{token[:8]}-and-more")
+    other.get_by_text("Your earlier session expired").wait_for(timeout=60_000)
+    other.get_by_test_id("stSidebar").get_by_text("none loaded").wait_for()
+    assert _token(other) != token
+    other.close()
+    page.close()
+    assert token not in (ARTIFACTS / "streamlit.log").read_text()

@@ -17,12 +17,19 @@ The engine backends encode raw values with SQL generated from the schema's
 own column objects (:mod:`synth_core.backends.encoding`), and count a batch
 of cliques per pass (``GROUP BY GROUPING SETS``). Marginals of subsets of a
 counted clique are derived from it without another pass.
+
+Public rows flagged by a column of the private file (``public_flag``) are
+split off in the engine: the counter counts the rows whose flag reads false,
+and :func:`open_rows` reads the (small) flagged rows as the public table.
+Conditional generation needs the private records' own values of the public
+columns: :meth:`CountingBackend.record_values` loads those columns only.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Protocol, Sequence, runtime_checkable
 
@@ -34,8 +41,37 @@ from ..schema import Schema, _format_examples
 
 BACKENDS = ("memory", "duckdb", "spark")
 
-__all__ = ["BACKENDS", "CountStats", "CountingBackend", "MarginalCounter", "make_backend",
-           "prefetch"]
+__all__ = ["BACKENDS", "CountStats", "CountingBackend", "FlagSummary", "MarginalCounter",
+           "make_backend", "open_rows", "prefetch"]
+
+
+@dataclass(frozen=True)
+class FlagSummary:
+    """How a public-rows flag column reads over a file: rows true, false and
+    neither (with up to six (value, rows) examples of the latter)."""
+
+    column: str
+    true: int
+    false: int
+    invalid: int
+    examples: list = field(default_factory=list)
+
+    def check(self, table: str) -> None:
+        """DataError unless every row reads true or false and both occur
+        (the messages of :mod:`synth_core.tables` for a loaded table)."""
+        if self.invalid:
+            raise DataError(
+                f"flag column '{self.column}' has {self.invalid:,} rows that are not true or "
+                f"false: {_format_examples(self.examples)}.",
+                hint="Use true/false, yes/no or 1/0 in every row.", column=self.column)
+        if self.true == 0:
+            raise DataError(f"public rows (flag column '{self.column}') has no rows.",
+                            hint="Flag some rows as public, or run without public rows.",
+                            column=self.column)
+        if self.false == 0:
+            raise DataError(f"the private table '{table}' has no rows once the public rows "
+                            "are split off.", hint="Keep at least one private row.",
+                            column=self.column)
 
 
 @runtime_checkable
@@ -67,6 +103,8 @@ class CountingBackend(ColumnSizes, ABC):
 
     #: cliques per grouping-sets query (one pass over the codes per batch)
     batch_size: int = 16
+    #: the backend's name in messages
+    backend: str = "engine"
 
     def __init__(self, schema: Schema, *, name: str, batch_size: int | None = None):
         self.schema = schema
@@ -134,6 +172,20 @@ class CountingBackend(ColumnSizes, ABC):
 
     def close(self) -> None:
         """Release the engine's resources (the cache of counts stays usable)."""
+
+    def record_values(self, columns: Sequence[str]):
+        """The raw values (a DataFrame) of ``columns`` of every counted record,
+        in the file's row order: the one step that loads records."""
+        raise NotImplementedError
+
+    def to_frame(self):
+        """Every record's codes: what the memory backend holds, and what an
+        engine backend exists not to load."""
+        raise ConfigError(
+            f"this step reads every record of '{self.name}', which the {self.backend} backend "
+            "does not load (it only counts marginals).",
+            hint="Run it with the memory backend (--backend memory), or choose a mechanism "
+                 "that only needs marginals.")
 
     def __enter__(self):
         return self
@@ -265,7 +317,8 @@ def make_backend(backend: str, source, schema: Schema, *, name: str | None = Non
     """The private data as a counting backend.
 
     ``source``: a path to a .parquet/.pq/.csv/.csv.gz file (any backend), a
-    DataFrame (``memory``) or a Spark DataFrame (``spark``).
+    DataFrame (``memory``) or a Spark DataFrame (``spark``). ``options`` go to
+    the engine backend (e.g. ``public_flag``, ``memory_limit``, ``spark``).
     """
     if backend not in BACKENDS:
         raise ConfigError(f"unknown counting backend {backend!r}.",
@@ -279,3 +332,18 @@ def make_backend(backend: str, source, schema: Schema, *, name: str | None = Non
         return DuckDBTable(source, schema, name=label, **options)
     from .spark_backend import SparkTable
     return SparkTable(source, schema, name=label, **options)
+
+
+def open_rows(backend: str, source, *, name: str | None = None, **options):
+    """The file (or Spark DataFrame) read without a schema by an engine backend:
+    :class:`~synth_core.backends.duckdb_backend.DuckDBFile` or
+    :class:`~synth_core.backends.spark_backend.SparkFile` (columns, row count,
+    flag counts, and the rows or columns that are meant to be loaded)."""
+    if backend == "duckdb":
+        from .duckdb_backend import DuckDBFile
+        keep = {k: options[k] for k in ("memory_limit", "threads") if k in options}
+        return DuckDBFile(source, name=name, **keep)
+    if backend == "spark":
+        from .spark_backend import SparkFile
+        return SparkFile(source, name=name, spark=options.get("spark"))
+    raise ConfigError(f"open_rows needs an engine backend (duckdb or spark), not {backend!r}.")

@@ -164,3 +164,25 @@ def _number_category_code(col: ColumnSpec, ref: str, kind: Kind) -> str:
     branches = " ".join(f"WHEN {double_literal(v)} THEN {i}" for i, v in enumerate(values)
                         if math.isfinite(v))
     return f"(CASE {x} {branches} ELSE {NOT_IN_SCHEMA} END)"
+
+
+#: what a public-rows flag reads as (:func:`synth_core.tables._flag`'s rule)
+FLAG_TRUE, FLAG_FALSE, FLAG_INVALID = 1, 0, -1
+
+
+def flag_expression(ref: str, kind: Kind) -> str:
+    """SQL that reads a public-rows flag: :data:`FLAG_TRUE` (true, yes, 1),
+    :data:`FLAG_FALSE` (false, no, 0) or :data:`FLAG_INVALID` (anything else,
+    missing values included), as ``synth_core.tables`` reads a flag column:
+    booleans as themselves, numbers equal to 0 or 1, text (trimmed, any case)
+    true/yes/1 or false/no/0."""
+    if kind == "boolean":
+        return (f"(CASE WHEN {ref} IS NULL THEN {FLAG_INVALID} WHEN {ref} THEN {FLAG_TRUE} "
+                f"ELSE {FLAG_FALSE} END)")
+    if kind == "string":
+        t = f"lower(trim({ref}))"
+        return (f"(CASE WHEN {t} IN ('true', 'yes', '1') THEN {FLAG_TRUE} "
+                f"WHEN {t} IN ('false', 'no', '0') THEN {FLAG_FALSE} ELSE {FLAG_INVALID} END)")
+    x = f"CAST({ref} AS DOUBLE)"  # NULL and NaN equal neither 0 nor 1
+    return (f"(CASE WHEN {x} = 1 THEN {FLAG_TRUE} WHEN {x} = 0 THEN {FLAG_FALSE} "
+            f"ELSE {FLAG_INVALID} END)")

@@ -2,8 +2,19 @@
 
 :func:`synth_core.api.prepare_inputs` hands over to :func:`prepare_backend_inputs`
 for ``backend="duckdb"`` or ``"spark"``. The private table is never loaded
-here: its domain must come from a declared schema or from the public table
-(which is small and loaded as usual), and it is counted by the backend.
+here: its domain must come from a declared schema or from the public rows
+(which are small and loaded as usual), and it is counted by the backend.
+
+* Public rows in their own table: loaded as usual.
+* Public rows flagged by a column of the private file (``public_flag``): the
+  engine reads the flag; the backend counts the rows where it reads false,
+  and the flagged rows are read (one ``WHERE`` query) as the public table.
+  They are public, so loading them is fine, up to :data:`MAX_PUBLIC_ROWS`.
+* Public columns (a vertical split): vJAM-PGM needs only marginals, which the
+  backend counts exactly. Conditional generation also needs every private
+  record's own public values: :func:`own_public_codes` loads those columns,
+  and only those, when the synthetic records are drawn (n x |public columns|
+  values in memory).
 """
 
 from __future__ import annotations
@@ -14,11 +25,14 @@ from typing import Sequence
 import pandas as pd
 
 from ..engine import PreparedData
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, SchemaError
 from ..marginals import CodedTable
 from ..schema import declared_schema, infer_schema
 from ..tables import PublicInfo, PublicRows, load_table
-from . import BACKENDS, make_backend
+from . import BACKENDS, CountingBackend, make_backend, open_rows
+
+#: the most flagged public rows an engine backend reads into memory
+MAX_PUBLIC_ROWS = 5_000_000
 
 
 def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
@@ -29,15 +43,8 @@ def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str |
     as a counting backend. Raises ConfigError for what a backend cannot do."""
     if backend not in BACKENDS or backend == "memory":
         raise ConfigError(f"prepare_backend_inputs needs an engine backend, not {backend!r}.")
-    if public_flag:
-        raise ConfigError(f"public rows flagged by a column (--public-flag) need the memory "
-                          f"backend; the {backend} backend counts the private file as a whole.",
-                          hint="Put the public rows in their own file (--public), or use "
-                               "--backend memory.")
-    if public_columns:
-        raise ConfigError(f"public columns (a vertical split) need the memory backend, not "
-                          f"{backend}.", hint="Use --backend memory for vjam-pgm and "
-                                              "conditional generation.")
+    if public is not None and public_flag:
+        raise ConfigError("Give either a public table or a public flag column, not both.")
     if isinstance(data, pd.DataFrame):
         raise ConfigError(f"the {backend} backend counts a file, not a DataFrame.",
                           hint="Pass the path of a .parquet or .csv file, or use the memory backend.")
@@ -46,6 +53,7 @@ def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str |
                         f"{' or a Spark DataFrame' if backend == 'spark' else ''}, "
                         f"not {type(data).__name__}.")
     pname = data_name or (Path(data).name if isinstance(data, (str, Path)) else "Spark DataFrame")
+    options = dict(options or {})
 
     rows, public_df, public_label = None, None, None
     if public is not None:
@@ -56,24 +64,37 @@ def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str |
         pub_label = public_name or pub_label
         rows = PublicRows(table=public_df, source_name=pub_label)
         public_label = f"public table '{pub_label}', {len(public_df)} rows"
-    info = PublicInfo(rows=rows)
+    elif public_flag:
+        public_df = read_flagged_rows(backend, data, public_flag, name=pname, options=options)
+        rows = PublicRows(flag_column=public_flag)
+        public_label = f"rows of '{pname}' flagged by column '{public_flag}'"
+    info = PublicInfo(rows=rows, columns=tuple(public_columns))
 
     sch = declared_schema(schema)
     if sch is None:
         if public_df is None:
             raise ConfigError(
                 f"the {backend} backend needs the domain from a declared schema (--schema) or "
-                "from public rows (--public): inferring it from the private file would load "
-                "the whole file (and the domain would not be privacy-protected).",
-                hint="Declare a schema file, give a public table, or use --backend memory.")
+                "from public rows (--public or --public-flag): inferring it from the private "
+                "file would load the whole file (and the domain would not be "
+                "privacy-protected).",
+                hint="Declare a schema file, give public rows, or use --backend memory.")
         sch = infer_schema(public_df, source="public")
-    info.validate(sch)
+    if public_flag and public_flag in sch.names:
+        raise SchemaError(f"the public-rows flag column '{public_flag}' is also a schema column.",
+                          hint="Remove it from the schema.", column=public_flag)
+    info.validate(sch, allow_all_public=True)
 
     public_table = None
     if public_df is not None:
-        codes = sch.encode(public_df, table_name=rows.source_name, role="public table")
+        if rows.table is not None:
+            codes = sch.encode(public_df, table_name=rows.source_name, role="public table")
+        else:
+            codes = sch.encode(public_df, table_name=public_flag, role="public rows flagged by")
         public_table = CodedTable.from_frame(codes, sch.sizes)
-    private = make_backend(backend, data, sch, name=pname, **(options or {}))
+    if public_flag:
+        options["public_flag"] = public_flag
+    private = make_backend(backend, data, sch, name=pname, **options)
     try:
         private.n  # one pass: count the rows and check that every value fits
     except DataError as exc:
@@ -84,6 +105,46 @@ def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str |
                             column=exc.column, path=exc.path) from exc
         raise
     return sch, PreparedData(private, public_table), info, public_label
+
+
+def read_flagged_rows(backend: str, data, flag: str, *, name: str,
+                      options: dict | None = None) -> pd.DataFrame:
+    """The rows of the private file whose ``flag`` column reads true (without
+    the flag column), after checking the flag over the whole file: every row
+    true or false, some public rows, some private rows, at most
+    :data:`MAX_PUBLIC_ROWS` public ones."""
+    reader = open_rows(backend, data, name=name, **(options or {}))
+    summary = reader.flag_summary(flag)
+    summary.check(name)
+    if summary.true > MAX_PUBLIC_ROWS:
+        raise ConfigError(
+            f"flag column '{flag}' marks {summary.true:,} rows public; the {backend} backend "
+            f"loads the public rows into memory and stops at {MAX_PUBLIC_ROWS:,}.",
+            hint="Write the public rows to their own (smaller) file or sample them, and give "
+                 "that file as the public table.", column=flag)
+    return reader.rows(flag=flag, flagged=True)
+
+
+def own_public_codes(inputs, columns: Sequence[str]) -> pd.DataFrame:
+    """Codes of ``columns`` for every private record (conditional generation).
+
+    The memory backend holds them already. An engine backend loads the raw
+    values of these columns only (n x len(columns) values), in the file's row
+    order, encodes them with the schema, and keeps them as
+    ``inputs.public_values`` (each synthetic record keeps its own values).
+    """
+    private = inputs.data.private
+    if not isinstance(private, CountingBackend):
+        return private.to_frame()
+    values = private.record_values(columns)
+    if len(values) != private.n:
+        raise DataError(f"'{private.name}' changed while it was read: {len(values):,} records "
+                        f"now, {private.n:,} counted.", hint="Run again on a file that does "
+                        "not change during the run.")
+    codes = inputs.schema.project(list(columns)).encode(values, table_name=private.name,
+                                                        role="private table")
+    inputs.public_values = values[list(columns)].reset_index(drop=True)
+    return codes.reset_index(drop=True)
 
 
 def _is_spark_frame(obj) -> bool:

@@ -20,14 +20,17 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ConfigError, DataError
 from ..schema import Schema
-from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES
-from . import CountingBackend, grouping_id, parquet_column_bytes
-from .encoding import MISSING_NOT_ALLOWED, NOT_IN_SCHEMA, SPARK, code_expression, code_type
+from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES, _clean_cells
+from . import CountingBackend, FlagSummary, grouping_id, parquet_column_bytes
+from .encoding import (FLAG_FALSE, FLAG_INVALID, FLAG_TRUE, MISSING_NOT_ALLOWED, NOT_IN_SCHEMA,
+                       SPARK, code_expression, code_type, flag_expression)
 
 _TYPE_BYTES = {"TINYINT": 1, "SMALLINT": 2, "INTEGER": 4}
 
@@ -84,12 +87,16 @@ class SparkTable(CountingBackend):
         spark: the SparkSession (default: :func:`spark_session`).
         persist: keep the codes (MEMORY_AND_DISK) after the first pass (default).
         batch_size: cliques per grouping-sets job.
+        public_flag: a column whose true rows are public: only the rows where
+            it reads false are counted (check it with :meth:`SparkFile.flag_summary`).
     """
 
     batch_size = 64
+    backend = "spark"
 
     def __init__(self, source, schema: Schema, *, name: str | None = None, spark=None,
-                 persist: bool = True, batch_size: int | None = None):
+                 persist: bool = True, batch_size: int | None = None,
+                 public_flag: str | None = None):
         _import_pyspark()
         from pyspark import StorageLevel
         from pyspark.sql import DataFrame, functions as F
@@ -106,6 +113,21 @@ class SparkTable(CountingBackend):
         by_name = {f.name.strip(): f for f in frame.schema.fields}
         self._require_columns(by_name)
         self._raw = {c: by_name[c].name for c in self.columns}
+        self._file_frame = frame
+        self.public_flag = public_flag
+        self._flag_raw = None
+        if public_flag is not None:
+            if public_flag not in by_name:
+                raise DataError(f"the public-rows flag column '{public_flag}' is not in "
+                                f"'{label}'.", hint="Its columns are: "
+                                + ", ".join(repr(n) for n in by_name) + ".", column=public_flag)
+            if public_flag in self.columns:
+                raise DataError(f"the public-rows flag column '{public_flag}' is also a schema "
+                                "column.", hint="Remove it from the schema.", column=public_flag)
+            field = by_name[public_flag]
+            self._flag_raw = field.name
+            test = flag_expression(SPARK.ident(field.name), spark_kind(field.dataType))
+            frame = frame.where(F.expr(f"{test} = {FLAG_FALSE}"))
         self._source = frame
         self._exprs = {c.name: code_expression(c, SPARK.ident(self._raw[c.name]),
                                                spark_kind(by_name[c.name].dataType), SPARK)
@@ -144,7 +166,15 @@ class SparkTable(CountingBackend):
             return 0  # unknown (a DataFrame or a remote path)
         if isinstance(self._file_bytes, int):
             return self._file_bytes
-        return int(sum(self._file_bytes.get(self._raw[c], 0) for c in columns))
+        raw = [self._raw[c] for c in columns] + ([self._flag_raw] if self._flag_raw else [])
+        return int(sum(self._file_bytes.get(r, 0) for r in raw))
+
+    def record_values(self, columns: Sequence[str]) -> pd.DataFrame:
+        """The raw values of ``columns`` of every counted record (collected to
+        the driver: n x len(columns) values), in the DataFrame's order."""
+        return SparkFile(self._file_frame, name=self.name).rows(
+            list(columns), flag=self.public_flag,
+            flagged=False if self.public_flag else None)
 
     def _sql(self, text: str):
         self.stats.queries += 1
@@ -166,7 +196,8 @@ class SparkTable(CountingBackend):
         self.stats.passes += 1
         self.stats.bytes_scanned += self._file_scan_bytes(self.columns)
         if n == 0:
-            raise DataError(f"the private table '{self.name}' has no rows.",
+            once = " once the public rows are split off" if self.public_flag else ""
+            raise DataError(f"the private table '{self.name}' has no rows{once}.",
                             hint="Keep at least one private row.")
         problems = []
         for i, c in enumerate(self.columns):
@@ -223,6 +254,89 @@ class SparkTable(CountingBackend):
                     codes.unpersist()
             except Exception:
                 pass
+
+
+class SparkFile:
+    """A Spark DataFrame (or a file Spark reads) without a schema: its columns,
+    row count, a flag column's counts, and the rows or columns meant to be
+    loaded (collected to the driver through Arrow, cleaned as
+    :func:`synth_core.tables.load_table` cleans a table)."""
+
+    def __init__(self, source, *, name: str | None = None, spark=None):
+        _import_pyspark()
+        from pyspark.sql import DataFrame
+
+        if isinstance(source, DataFrame):
+            self.frame, self.name = source, name or "Spark DataFrame"
+        else:
+            spark = spark or spark_session()
+            self.name = name or Path(str(source)).name
+            self.frame, _ = SparkTable._read(spark, str(source), self.name)
+        self._fields = {f.name.strip(): f for f in self.frame.schema.fields}
+
+    @property
+    def columns(self) -> dict[str, tuple[str, str]]:
+        """Column name (spaces around it removed) -> (the source's name, Spark type)."""
+        return {n: (f.name, f.dataType.simpleString()) for n, f in self._fields.items()}
+
+    def kind(self, column: str) -> str:
+        return spark_kind(self._field(column).dataType)
+
+    def _field(self, column: str):
+        if column not in self._fields:
+            raise DataError(f"column '{column}' is not in '{self.name}'.",
+                            hint="Its columns are: " + ", ".join(repr(n) for n in self._fields)
+                            + ".", column=column)
+        return self._fields[column]
+
+    def _flag_test(self, column: str):
+        from pyspark.sql import functions as F
+
+        f = self._field(column)
+        return F.expr(flag_expression(SPARK.ident(f.name), spark_kind(f.dataType)))
+
+    def count(self) -> int:
+        return int(self.frame.count())
+
+    def flag_summary(self, column: str) -> FlagSummary:
+        from pyspark.sql import functions as F
+
+        test = self._flag_test(column)
+        row = self.frame.agg(
+            F.sum(F.when(test == FLAG_TRUE, 1).otherwise(0)),
+            F.sum(F.when(test == FLAG_FALSE, 1).otherwise(0)),
+            F.sum(F.when(test == FLAG_INVALID, 1).otherwise(0))).collect()[0]
+        true, false, bad = (int(v or 0) for v in row)
+        examples = []
+        if bad:
+            raw = self._field(column).name
+            examples = [(r[0], int(r[1])) for r in
+                        self.frame.where(test == FLAG_INVALID).groupBy(raw).count()
+                        .orderBy(F.desc("count")).limit(6).collect()]
+        return FlagSummary(column, true, false, bad, examples)
+
+    def flag_candidates(self) -> list[str]:
+        from pyspark.sql import functions as F
+
+        names = list(self._fields)
+        row = self.frame.agg(*[F.min(F.when(self._flag_test(c) == FLAG_INVALID, 0).otherwise(1))
+                               for c in names]).collect()[0]
+        return [c for c, ok in zip(names, row) if ok is None or int(ok) == 1]
+
+    def rows(self, columns: Sequence[str] | None = None, *, flag: str | None = None,
+             flagged: bool | None = None, limit: int | None = None) -> pd.DataFrame:
+        """Rows as a cleaned DataFrame (see :meth:`DuckDBFile.rows`)."""
+        if columns is None:
+            columns = [c for c in self._fields if c != flag]
+        frame = self.frame
+        if flagged is not None:
+            if flag is None:
+                raise ConfigError("rows(flagged=...) needs the flag column.")
+            frame = frame.where(self._flag_test(flag) == (FLAG_TRUE if flagged else FLAG_FALSE))
+        frame = frame.select([frame[self._field(c).name].alias(c) for c in columns])
+        if limit is not None:
+            frame = frame.limit(int(limit))
+        return _clean_cells(frame.toArrow().to_pandas()).reset_index(drop=True)
 
 
 def _fetch(frame) -> dict[str, np.ndarray]:

@@ -187,6 +187,7 @@ class VPMW(PMWPub):
     name = "vpmw"
     uses_public_rows = False
     uses_public_columns = True
+    needs_public_columns = True
 
     def __init__(self, public_columns: Sequence[str] = (), rounds: int | None = None,
                  support_size: int = VPMW_SUPPORT_SIZE, max_model_size: float | None = None):

@@ -104,6 +104,7 @@ VJAM_SCORE_SENSITIVITY = 2.0
 class VJAMPGM(UsesPublicColumns, AdaptiveMechanism):
     name = "vjam-pgm"
     uses_public_rows = False
+    needs_public_columns = True   # its vertical split is what it is for
 
     def __init__(self, public_columns: Sequence[str] = (), rounds: int = JAM_DEFAULT_ROUNDS,
                  alpha: float = JAM_MEASURE_SHARE, max_model_size: float = 80.0,

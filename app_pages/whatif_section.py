@@ -1,0 +1,92 @@
+"""The Workload and budget page's what-if preview: predicted workload error
+against epsilon from public information only, at zero privacy cost."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import show_error
+from synth_core import charts
+from synth_core.mechanisms import MECHANISMS
+from synth_core.runner import FAILED, STOPPED
+from synth_core.whatif import STANDINS
+from synth_core.workbench import EPSILON_GRID
+
+POLL_SECONDS = 1.0
+
+
+def whatif_section(wb) -> None:
+    st.subheader("What-if preview (zero privacy cost)")
+    st.caption("Predict the workload error against epsilon before spending any budget: the "
+               "mechanism itself runs on a stand-in table built from public information only "
+               "(never the private table), with its own simulated ledger. Uses the workload and "
+               "hyper-parameters saved above. Stand-in runs take as long as real runs.")
+    standins = wb.what_if_standins()
+    with st.form("whatif_form"):
+        standin = st.radio("Stand-in for the private table", standins, format_func=STANDINS.get,
+                           horizontal=True, key="wi_standin_" + "-".join(standins))
+        c1, c2, c3 = st.columns([2, 2, 1])
+        mechs = c1.multiselect("Mechanisms", list(MECHANISMS), default=[wb.settings.mechanism],
+                               key="wi_mechs")
+        eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
+                             key="wi_eps")
+        seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
+        assumed = None
+        if wb.what_if_needs_assumed_n():
+            assumed = st.number_input(
+                "Rows to assume (unbounded DP: the private row count is not public)",
+                min_value=10, max_value=10_000_000, value=1000, step=100, key="wi_assumed_n")
+        go = st.form_submit_button("Start what-if", disabled=wb.what_if_running)
+    if go:
+        try:
+            worker = wb.start_what_if(mechs, eps, int(seeds), standin,
+                                      None if assumed is None else int(assumed))
+            st.toast("What-if started" if worker else "What-if already computed (cached)")
+            st.rerun()
+        except Exception as exc:  # noqa: BLE001
+            show_error(exc)
+    if wb.what_if_running and st.button("Stop what-if", key="wi_stop"):
+        wb.stop_what_if()
+
+    @st.fragment(run_every=POLL_SECONDS if wb.what_if_running else None)
+    def progress():
+        w = wb.whatif_worker
+        if w is None:
+            return
+        done, total = w.progress
+        if w.done:
+            if w.status == FAILED:
+                st.error(w.failure.text())
+            elif w.status == STOPPED:
+                st.warning(f"What-if stopped after {done} of {total} stand-in runs.")
+            if st.session_state.get("_wi_seen") != id(w):
+                st.session_state["_wi_seen"] = id(w)
+                st.rerun()
+            return
+        cur = w.current or {}
+        st.progress(done / max(1, total),
+                    text=f"stand-in run {done + 1} of {total}: {cur.get('mechanism', '…')} at "
+                         f"ε = {cur.get('epsilon', 0):g}, seed {cur.get('seed', 0)}")
+
+    progress()
+
+    curves = wb.what_if_curves()
+    if not curves:
+        return
+    shown = [c for c in curves if c.points]
+    if shown:
+        st.plotly_chart(charts.whatif_figure(shown), key="wi_fig")
+        st.dataframe(pd.concat([c.frame() for c in shown], ignore_index=True), hide_index=True,
+                     key="wi_table")
+    for basis in dict.fromkeys(c.basis for c in curves):
+        names = ", ".join(c.mechanism for c in curves if c.basis == basis)
+        st.info(f"**What the prediction for {names} is based on.** {basis}",
+                icon=":material/info:")
+    for c in curves:
+        for f in c.failures:
+            st.warning(f"{c.mechanism}, {f}")
+    if any(c.domain_warning for c in curves):
+        st.warning(curves[0].domain_warning or "", icon=":material/warning:")
+    st.success("No privacy budget was spent: these predictions used public information only "
+               "(the session's total is unchanged).", icon=":material/savings:")

@@ -1,0 +1,197 @@
+"""Reproduce the seed papers' headline comparisons on ``../shared/data``:
+runs a resumable sweep (``synth_core.experiments``), then writes a plot (PNG)
+and a Markdown table of workload error against epsilon.
+
+Figures:
+
+* ``jam-adult``  JAM-PGM paper, Figure 1 (Adult, public rows with 25%, 50%,
+  75% and 100% women; the private rows have 25%): JAM-PGM, PMW-Pub, GEM-Pub,
+  AIM, GEM and the public-only line.
+* ``jam-titanic``  JAM-PGM paper, Figure 2 (Titanic, a public table).
+* ``vertical-adult``  vertical paper, Figure 2 (Adult with 25%, 50%, 75% of
+  the columns public): AIM, vJAM-PGM, Conditional AIM, Conditional vJAM-PGM,
+  error on the marginals with at least one private column.
+
+All: all-3-way workload, delta 1e-9, bounded DP, the mechanisms' paper
+defaults, epsilon in {0.1, 1, 10}, seeds 0-2. Each run is its own process
+(``isolate``), so a long sweep stays bounded in memory; results go to
+``benchmarks/results/sweeps/<figure>/`` and stopping and restarting resumes.
+CPU time on this 2-core machine (one run at a time): Titanic about 0.5 h;
+vertical Adult about 6 h; JAM Adult about 20 h (GEM and GEM-Pub are most of
+it), so run subsets with ``--mechanisms``/``--seeds`` and plot what is there.
+
+    python benchmarks/reproduce.py jam-titanic
+    python benchmarks/reproduce.py jam-adult --mechanisms jam-pgm aim --seeds 0
+    python benchmarks/reproduce.py vertical-adult --plot-only
+
+The PNG needs matplotlib (``pip install -e ".[bench]"``); without it the
+table is still written. The figures are CURATOR-ONLY diagnostics (true errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from common import DATA, ROOT, emit, require_shared
+
+from synth_core.experiments import DatasetSpec, MechanismSpec, ResultStore, Sweep, run_sweep
+
+OUT = ROOT / "benchmarks" / "results"
+EPSILONS = (0.1, 1.0, 10.0)
+SETTINGS = {"delta": 1e-9, "workload": "all-3way", "neighbours": "bounded"}
+#: vertical split: the first round(f * 15) columns are public (demographics first)
+PUBLIC_ORDER = ["sex", "race", "age", "native-country", "marital-status", "relationship",
+                "education", "education-num", "workclass", "occupation", "hours-per-week",
+                "fnlwgt", "capital-gain", "capital-loss", "income>50K"]
+
+
+def _split(name: str) -> DatasetSpec:
+    folder = DATA / name
+    return DatasetSpec(name, folder / "priv.csv", folder / "pub.csv", folder / "domain.json")
+
+
+def _vertical(fraction: float) -> DatasetSpec:
+    cols = tuple(PUBLIC_ORDER[:int(round(fraction * len(PUBLIC_ORDER)))])
+    folder = DATA / "adult"
+    return DatasetSpec(f"adult, {int(fraction * 100)}% columns public", folder / "adult.csv",
+                       schema=folder / "domain.json", public_columns=cols)
+
+
+def _plain(*names: str) -> tuple[MechanismSpec, ...]:
+    return tuple(MechanismSpec(n, n) for n in names)
+
+
+FIGURES = {
+    "jam-adult": dict(
+        title="JAM-PGM paper, Figure 1: Adult, biased public rows",
+        datasets=lambda: [_split(f"adult_pub{p}") for p in ("025", "050", "075", "100")],
+        mechanisms=_plain("jam-pgm", "pmw-pub", "gem-pub", "aim", "gem", "public-only"),
+        metric="workload_error"),
+    "jam-titanic": dict(
+        title="JAM-PGM paper, Figure 2: Titanic",
+        datasets=lambda: [_split("titanic")],
+        mechanisms=_plain("jam-pgm", "pmw-pub", "gem-pub", "aim", "gem", "public-only"),
+        metric="workload_error"),
+    "vertical-adult": dict(
+        title="Vertical paper, Figure 2: Adult, public columns (error on W')",
+        datasets=lambda: [_vertical(f) for f in (0.25, 0.5, 0.75)],
+        mechanisms=(MechanismSpec("aim", "aim"), MechanismSpec("vjam-pgm", "vjam-pgm"),
+                    MechanismSpec("conditional-aim", "aim", {"conditional": True}),
+                    MechanismSpec("conditional-vjam-pgm", "vjam-pgm", {"conditional": True})),
+        metric="workload_error_private"),
+}
+
+
+def build_sweep(figure: str, mechanisms=None, seeds=(0, 1, 2), epsilons=EPSILONS) -> Sweep:
+    spec = FIGURES[figure]
+    mechs = tuple(m for m in spec["mechanisms"] if not mechanisms or m.label in mechanisms)
+    return Sweep(tuple(spec["datasets"]()), mechs, tuple(epsilons), tuple(seeds), dict(SETTINGS),
+                 name=figure)
+
+
+def table(figure: str, store: ResultStore) -> list[dict]:
+    """Mean, min and max error over seeds per (dataset, mechanism, epsilon)."""
+    metric = FIGURES[figure]["metric"]
+    runs = store.runs()
+    runs = runs[runs["status"] == "finished"]
+    rows = []
+    for (data, mech, eps), g in runs.groupby(["dataset", "mechanism", "epsilon"], sort=True):
+        vals = [float(v) for v in g[metric] if v is not None]
+        if not vals:
+            continue
+        rows.append({"dataset": data, "mechanism": mech, "epsilon": float(eps), "seeds": len(vals),
+                     "mean": statistics.mean(vals), "min": min(vals), "max": max(vals),
+                     "cpu_seconds": statistics.mean(float(c) for c in g["cpu_seconds"])})
+    return rows
+
+
+def write_markdown(figure: str, rows: list[dict], path: Path) -> None:
+    lines = [f"# {FIGURES[figure]['title']}", "",
+             f"Workload error ({FIGURES[figure]['metric']}), mean over seeds [min, max]; "
+             "CURATOR-ONLY diagnostics.", ""]
+    for data in sorted({r["dataset"] for r in rows}):
+        sub = [r for r in rows if r["dataset"] == data]
+        epsilons = sorted({r["epsilon"] for r in sub})
+        lines += [f"## {data}", "", "| mechanism | " + " | ".join(f"ε = {e:g}" for e in epsilons)
+                  + " |", "|---" * (len(epsilons) + 1) + "|"]
+        for mech in sorted({r["mechanism"] for r in sub}):
+            cells = []
+            for e in epsilons:
+                hit = [r for r in sub if r["mechanism"] == mech and r["epsilon"] == e]
+                cells.append(f"{hit[0]['mean']:.4f} [{hit[0]['min']:.3f}, {hit[0]['max']:.3f}] "
+                             f"(n={hit[0]['seeds']})" if hit else "–")
+            lines.append(f"| {mech} | " + " | ".join(cells) + " |")
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def plot(figure: str, rows: list[dict], path: Path) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install -e '.[bench]'): no PNG written",
+              file=sys.stderr)
+        return False
+    datasets = sorted({r["dataset"] for r in rows})
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False,
+                             sharey=True)
+    for ax, data in zip(axes[0], datasets):
+        for mech in sorted({r["mechanism"] for r in rows if r["dataset"] == data}):
+            pts = sorted((r for r in rows if r["dataset"] == data and r["mechanism"] == mech),
+                         key=lambda r: r["epsilon"])
+            x = [p["epsilon"] for p in pts]
+            y = [p["mean"] for p in pts]
+            err = [[p["mean"] - p["min"] for p in pts], [p["max"] - p["mean"] for p in pts]]
+            style = "--" if mech == "public-only" else "-"
+            ax.errorbar(x, y, yerr=err, marker="o", linestyle=style, capsize=3, label=mech)
+        ax.set_xscale("log")
+        ax.set_title(data, fontsize=10)
+        ax.set_xlabel("epsilon")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(FIGURES[figure]["metric"].replace("_", " "))
+    axes[0][-1].legend(fontsize=8)
+    fig.suptitle(FIGURES[figure]["title"], fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("figure", choices=list(FIGURES))
+    ap.add_argument("--mechanisms", nargs="+", help="run only these (labels); plot all stored")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    ap.add_argument("--plot-only", action="store_true", help="plot what the store holds; run nothing")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run in this process instead of one process per run")
+    args = ap.parse_args()
+    store = ResultStore(OUT / "sweeps" / args.figure)
+    if not args.plot_only:
+        require_shared()
+        sweep = build_sweep(args.figure, args.mechanisms, args.seeds, args.epsilons)
+        for row in run_sweep(sweep, store, isolate=not args.in_process, quiet=True,
+                             on_start=lambda job, i, n: print(f"run {i + 1}/{n}: {job.label()}",
+                                                              file=sys.stderr, flush=True)):
+            emit(bench=f"reproduce-{args.figure}", **{k: row[k] for k in (
+                "dataset", "mechanism", "epsilon", "seed", "status", "workload_error",
+                "workload_error_private", "seconds", "cpu_seconds", "peak_rss_mb", "error")})
+    rows = table(args.figure, store)
+    for r in rows:
+        emit(bench=f"reproduce-{args.figure}-summary", **r)
+    figures = OUT / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    write_markdown(args.figure, rows, figures / f"{args.figure}.md")
+    if rows and plot(args.figure, rows, figures / f"{args.figure}.png"):
+        print(f"wrote {figures / (args.figure + '.png')}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

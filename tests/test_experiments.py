@@ -1,0 +1,186 @@
+"""Experiments API and ``synth sweep``: specs, run ids, the result store,
+resume, and nothing lost when a sweep is killed (SIGKILL) mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from synth_core.errors import ConfigError
+from synth_core.experiments import (RUN_COLUMNS, DatasetSpec, MechanismSpec, ResultStore, Sweep,
+                                    pending_jobs, run_sweep)
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_data" / "titanic"
+FAST = {"rounds": 2, "fit_iters": 10, "final_fit_iters": 20, "workload": "all-2way"}
+
+
+def _spec_text(name="t", mechanisms='["jam-pgm", "public-only"]', epsilons="[0.5, 2.0]",
+               seeds="[0]", extra_dataset="") -> str:
+    settings = "\n".join(f"{k} = {json.dumps(v)}" for k, v in FAST.items())
+    return (f'name = "{name}"\nmechanisms = {mechanisms}\nepsilons = {epsilons}\nseeds = {seeds}\n'
+            f'[settings]\n{settings}\n[[datasets]]\nname = "titanic"\nsample = "titanic"\n'
+            f"{extra_dataset}")
+
+
+def test_spec_file_builds_the_full_grid_with_stable_run_ids(tmp_path):
+    (tmp_path / "s.toml").write_text(_spec_text(
+        mechanisms='["jam-pgm", {label = "cond-aim", mechanism = "aim", options = {conditional = true}}, "vjam-pgm"]',
+        epsilons="[0.1, 1, 10]", seeds="[0, 1]", extra_dataset='public_columns = ["sex", "pclass"]\n'))
+    sweep = Sweep.from_file(tmp_path / "s.toml")
+    jobs = sweep.jobs()
+    assert len(jobs) == sweep.size == 3 * 3 * 2
+    assert len({j.run_id for j in jobs}) == len(jobs)
+    assert [j.run_id for j in Sweep.from_file(tmp_path / "s.toml").jobs()] == [j.run_id for j in jobs]
+    by_label = {j.mechanism.label: j for j in jobs}
+    # public columns go to the mechanisms that use them, not to plain jam-pgm
+    assert by_label["cond-aim"].public_columns == ("sex", "pclass")
+    assert by_label["vjam-pgm"].public_columns == ("sex", "pclass")
+    assert by_label["jam-pgm"].public_columns == ()
+    assert all(j.config.mode == "research" and j.config.workload == "all-2way" for j in jobs)
+    # the seed comes first: a partial sweep covers whole settings
+    assert [j.config.seed for j in jobs[:9]] == [0] * 9
+    # a changed setting or changed data gives new run ids
+    other = Sweep(sweep.datasets, sweep.mechanisms, sweep.epsilons, sweep.seeds,
+                  {**sweep.settings, "delta": 1e-6}, sweep.name)
+    assert not {j.run_id for j in other.jobs()} & {j.run_id for j in jobs}
+    df = pd.read_csv(SAMPLE / "private.csv")
+    a = DatasetSpec("t", df, schema=SAMPLE / "schema.json")
+    b = DatasetSpec("t", df.iloc[1:], schema=SAMPLE / "schema.json")
+    assert a.fingerprint() != b.fingerprint()
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('name = "x"\nmechanisms = ["nope"]\nepsilons = [1]\n[[datasets]]\nsample = "titanic"\n',
+     "Unknown mechanism"),
+    ('name = "x"\nmechanisms = [{mechanism = "aim", options = {colour = 1}}]\nepsilons = [1]\n'
+     '[[datasets]]\nsample = "titanic"\n', "no option 'colour'"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = []\n[[datasets]]\nsample = "titanic"\n',
+     "at least one epsilon"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = [1]\n[[datasets]]\nname = "d"\n', "lacks 'data'"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = [1]\n[[datasets]]\ndata = "missing.csv"\n',
+     "does not exist"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = [1]\n[settings]\nseed = 3\n'
+     '[[datasets]]\nsample = "titanic"\n', "Unknown sweep setting"),
+    ('mechanisms = ["aim"\n', "not valid TOML"),
+])
+def test_bad_specs_get_specific_errors(tmp_path, text, needle):
+    (tmp_path / "s.toml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        Sweep.from_file(tmp_path / "s.toml").jobs()
+    assert needle in str(info.value)
+
+
+def test_sweep_stores_full_config_and_resume_skips_finished_runs(tmp_path):
+    (tmp_path / "s.toml").write_text(_spec_text())
+    sweep = Sweep.from_file(tmp_path / "s.toml")
+    store = ResultStore(tmp_path / "store")
+    rows = list(run_sweep(sweep, store, quiet=True))
+    assert [r["status"] for r in rows] == ["finished"] * 4
+    runs = store.runs()
+    assert len(runs) == 4 and set(runs.columns) >= set(RUN_COLUMNS)
+    cfg = json.loads(runs.loc[runs["mechanism"] == "jam-pgm", "config"].iloc[0])
+    assert cfg["run"]["rounds"] == 2 and cfg["run"]["mode"] == "research"
+    assert cfg["dataset"]["public"].endswith("public.csv")
+    # the public-only baseline spends nothing; jam-pgm spends within its budget
+    assert (runs.loc[runs["mechanism"] == "public-only", "rho_spent"] == 0).all()
+    assert (runs["rho_spent"] <= runs["rho"] + 1e-12).all()
+    assert len(store.marginals()) == 4 * 15          # 15 two-way marginals of 6 columns
+    mtimes = {p.name: p.stat().st_mtime_ns for p in store.runs_dir.iterdir()}
+    # resume: nothing left to do, nothing rewritten
+    assert pending_jobs(sweep, store) == ([], 4)
+    assert list(run_sweep(sweep, store, quiet=True)) == []
+    assert {p.name: p.stat().st_mtime_ns for p in store.runs_dir.iterdir()} == mtimes
+    # a larger grid runs only what is new
+    bigger = Sweep(sweep.datasets, sweep.mechanisms, (0.5, 2.0, 8.0), sweep.seeds,
+                   sweep.settings, sweep.name)
+    new = list(run_sweep(bigger, store, quiet=True))
+    assert sorted((r["mechanism"], r["epsilon"]) for r in new) == [("jam-pgm", 8.0),
+                                                                     ("public-only", 8.0)]
+    summary = store.summary()
+    assert len(summary) == 6 and (summary["runs"] == 1).all()
+
+
+def test_failed_runs_are_rows_and_are_retried(tmp_path):
+    df = pd.read_csv(SAMPLE / "private.csv")
+    sweep = Sweep((DatasetSpec("nopub", df, schema=SAMPLE / "schema.json"),),
+                  (MechanismSpec("jam-pgm", "jam-pgm"),), (1.0,), (0,), dict(FAST))
+    store = ResultStore(tmp_path / "store")
+    rows = list(run_sweep(sweep, store))
+    assert rows[0]["status"] == "failed" and "public rows" in rows[0]["error"]
+    assert len(store.runs()) == 1 and store.finished_ids() == set()
+    assert len(pending_jobs(sweep, store)[0]) == 1       # tried again next time
+
+
+def test_stop_request_stores_nothing_for_the_unfinished_run(tmp_path):
+    (tmp_path / "s.toml").write_text(_spec_text(mechanisms='["jam-pgm"]', epsilons="[1.0]"))
+    store = ResultStore(tmp_path / "store")
+    events = []
+    rows = list(run_sweep(Sweep.from_file(tmp_path / "s.toml"), store,
+                          should_stop=lambda: len(events) >= 1,
+                          on_event=lambda job, ev: events.append(ev)))
+    assert rows == [] and store.runs().empty and len(events) == 1
+
+
+def test_isolated_runs_write_their_own_results(tmp_path):
+    (tmp_path / "s.toml").write_text(_spec_text(mechanisms='["public-only"]', epsilons="[1.0]"))
+    store = ResultStore(tmp_path / "store")
+    rows = list(run_sweep(Sweep.from_file(tmp_path / "s.toml"), store, isolate=True, quiet=True))
+    assert len(rows) == 1 and rows[0]["status"] == "finished" and rows[0]["peak_rss_mb"] > 0
+    assert len(store.runs()) == 1 and len(store.marginals()) == 15
+
+
+def _synth(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "synth_core.cli", *args], cwd=kw.pop("cwd"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **kw)
+
+
+def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(tmp_path):
+    (tmp_path / "s.toml").write_text(_spec_text(name="kill me", mechanisms='["jam-pgm", "mwem-pgm"]',
+                                                epsilons="[0.5, 1.0, 2.0]"))
+    store = ResultStore(tmp_path / "out" / "sweeps" / "kill-me")
+    proc = _synth("sweep", "s.toml", "--quiet", cwd=tmp_path)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if len(list(store.runs_dir.glob("*.parquet"))) >= 2 if store.runs_dir.exists() else False:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the sweep ended before it could be killed: " + proc.stderr.read()
+    os.killpg(proc.pid, signal.SIGKILL)                  # no chance to clean up
+    proc.wait(30)
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in store.runs_dir.glob("*.parquet")}
+    assert 2 <= len(before) < 6
+    assert set(store.runs()["status"]) == {"finished"}   # every stored file is a whole result
+
+    out = subprocess.run([sys.executable, "-m", "synth_core.cli", "sweep", "s.toml", "--quiet"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert f"{len(before)} already in" in out.stderr
+    new_rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    assert len(new_rows) == 6 - len(before)
+    runs = store.runs()
+    assert len(runs) == 6 and runs["run_id"].is_unique and set(runs["status"]) == {"finished"}
+    # the runs finished before the kill were not run again
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in store.runs_dir.glob("*.parquet")}
+    assert all(after[name] == stamp for name, stamp in before.items())
+    listing = subprocess.run([sys.executable, "-m", "synth_core.cli", "sweep", "s.toml", "--list"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert listing.stdout.count("done ") == 6 and "todo" not in listing.stdout
+
+
+def test_a_mechanisms_own_rounds_override_the_shared_setting(tmp_path):
+    (tmp_path / "s.toml").write_text(_spec_text(
+        mechanisms='["jam-pgm", {label = "jam T=3", mechanism = "jam-pgm", options = {rounds = 3}}]',
+        epsilons="[1.0]"))
+    rows = {r["mechanism"]: r for r in run_sweep(Sweep.from_file(tmp_path / "s.toml"),
+                                                 ResultStore(tmp_path / "store"))}
+    assert rows["jam-pgm"]["rounds"] == 2 and rows["jam T=3"]["rounds"] == 3
