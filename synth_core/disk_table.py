@@ -38,7 +38,6 @@ import pandas as pd
 from .backends import CountingBackend, FlagSummary
 from .backends.inputs import MAX_PUBLIC_ROWS
 from .errors import ConfigError, DataError, SchemaError
-from .mechanisms import MECHANISMS
 from .schema import Schema, infer_schema
 from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicRows, load_table
 
@@ -200,12 +199,7 @@ class DiskTableMixin:
         preview = reader.rows(limit=PREVIEW_ROWS)
         self._set_data(preview, path.name, sample=None)
         self.disk = DiskTable(path, "duckdb", rows, columns)
-        self.schema = None
-        self.sample_schema = None
-        self.schema_inferred = False
-        self.target = None
-        self.settings = replace(self.settings, workload="all-3way",
-                                mechanism="aim" if "aim" in MECHANISMS else self.settings.mechanism)
+        self._use_own_table(None, inferred=False)
 
     @staticmethod
     def _open_reader(path: Path):

@@ -404,9 +404,14 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
                     raise
         self._set_data(df, filename, sample=None)
         self.left_out = dropped
+        self._use_own_table(schema, inferred=True)
+
+    def _use_own_table(self, schema: Schema | None, *, inferred: bool) -> None:
+        """After loading the user's own table (not a sample): its schema (None: not
+        declared yet), no target, the all-3-way workload and AIM (no public rows yet)."""
         self.schema = schema
         self.sample_schema = None
-        self.schema_inferred = True
+        self.schema_inferred = inferred
         self.target = None
         self.settings = replace(self.settings, workload="all-3way",
                                 mechanism="aim" if "aim" in MECHANISMS else self.settings.mechanism)
