@@ -294,7 +294,8 @@ def marginal_bounds(report: Mapping, synthetic_codes: pd.DataFrame, *,
     lam = 1.0 - level
     sizes = Schema.from_json(report["schema"]).sizes
     synth = CodedTable.from_frame(synthetic_codes, sizes)
-    n = report.get("data", {}).get("n") or synth.n
+    n_public = report.get("data", {}).get("n")   # bounded DP: n is public, and S has n rows
+    n = n_public or synth.n
     noisy, exact, proxy = _measurements(report)
     last = report.get("last_selection")
     conditioned = set((report.get("conditional_generation") or {}).get("conditioned_on") or ())
@@ -325,6 +326,10 @@ def marginal_bounds(report: Mapping, synthetic_codes: pd.DataFrame, *,
             bound, note = _theorem4(r, s, last, noisy, exact, sizes, lam)
             if bound is None:
                 note = "no bound: " + note
+        if bound is not None and n_public and bound > 2 * n_public:
+            # two tables of n records are at most 2n apart in L1: a larger bound says nothing
+            bound = 2.0 * n_public
+            note = (note + "; " if note else "") + "capped at 2n, the largest possible distance"
         out.append(MarginalBound(r, kind, used, bound,
                                  None if bound is None else bound / max(n, 1), level, std, note))
     return out

@@ -272,3 +272,15 @@ def test_release_page_shows_the_bounds_table():
     report = wb.runs[0].result.report
     assert list(table["marginal"]) == [" × ".join(c) for c in report["workload"]["cliques"]]
     assert set(table["kind"]) <= {SUPPORTED, UNSUPPORTED, PUBLIC_ONLY, EXACT}
+
+
+def test_no_bound_exceeds_the_largest_possible_distance(aim_run, jam_run):
+    """Two tables of n records are at most 2n apart in L1 (bounded DP): larger bounds are capped."""
+    for synth in (aim_run, jam_run):
+        report = synth.result.report
+        n = report["data"]["n"]
+        bounds = marginal_bounds(report, synth.result.synthetic_codes)
+        assert all(b.bound_l1 <= 2 * n for b in bounds if b.bound_l1 is not None)
+        for b in bounds:
+            if b.bound_l1 is not None and b.bound_l1 == 2 * n:
+                assert "capped at 2n" in b.note
