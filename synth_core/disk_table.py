@@ -27,7 +27,6 @@ disk) and defers to them otherwise.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from dataclasses import dataclass, field, replace
@@ -230,12 +229,8 @@ class DiskTableMixin:
         if not self.out_of_core:
             return super().load_schema_file(filename, content)
         self.require_table()
-        try:
-            obj = json.loads(content.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SchemaError(f"schema file '{filename}' is not valid JSON: {exc}.",
-                              hint="Upload a JSON schema ({\"columns\": [...]}).") from None
-        schema = Schema.from_json(obj)
+        from .workbench import parse_schema_upload
+        schema = parse_schema_upload(filename, content)
         flag = self.public_flag if self.public_mode == "flag" else None
         if flag and flag in schema.names:
             raise SchemaError(f"the schema declares '{flag}', the column that flags the public "

@@ -87,6 +87,16 @@ def _upload_label(filename) -> str:
     return last if last not in ("", ".", "..") else "upload"
 
 
+def parse_schema_upload(filename: str, content: bytes) -> Schema:
+    """An uploaded schema JSON file as a Schema (SchemaError if it is not valid JSON)."""
+    try:
+        obj = json.loads(content.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SchemaError(f"schema file '{filename}' is not valid JSON: {exc}.",
+                          hint="Upload a JSON schema ({\"columns\": [...]}).") from None
+    return Schema.from_json(obj)
+
+
 @dataclass
 class FinishedRun:
     """A run that ended (finished, stopped or failed) in this session."""
@@ -454,12 +464,7 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
     def load_schema_file(self, filename: str, content: bytes) -> None:
         """Declare the domain with a schema JSON file (checked against the table)."""
         self.require_data()
-        try:
-            obj = json.loads(content.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SchemaError(f"schema file '{filename}' is not valid JSON: {exc}.",
-                              hint="Upload a JSON schema ({\"columns\": [...]}).") from None
-        schema = Schema.from_json(obj)
+        schema = parse_schema_upload(filename, content)
         self._check_schema_fits(schema)
         self.schema = schema
         self.schema_inferred = False
