@@ -215,6 +215,9 @@ class AdaptiveMechanism(ABC):
     zero_budget: bool = False
     #: the mechanism reads public rows (else they are ignored and not reported)
     uses_public_rows: bool = False
+    #: Private-PGM's marginal oracle for the fits (``auto``, ``hugin``, ``implicit``;
+    #: :class:`~synth_core.model.PGMEstimator`)
+    fit_oracle: str = "auto"
 
     def initialise(self, state: RunState) -> list[Candidate]:
         """Marginals measured before the first round (charged by the engine)."""
@@ -298,7 +301,8 @@ class Engine:
         self.noise = privacy.noise_source(mode, self.rng)
         self.final_fit_iters = final_fit_iters
         self.final_fit_tol = final_fit_tol
-        self.estimator = PGMEstimator(data.sizes, max_iters=fit_iters, tol=fit_tol)
+        self.estimator = PGMEstimator(data.sizes, max_iters=fit_iters, tol=fit_tol,
+                                      oracle=mechanism.fit_oracle)
         total = float(data.n) if neighbours.n_is_public else 1.0
         self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
                               self.estimator.uniform(total), noise=self.noise)

@@ -225,3 +225,15 @@ def test_cli_conditional_flag(tmp_path, small_private, small_schema):
     rep = __import__("json").loads(report.read_text())
     assert rep["conditional_generation"]["conditioned_on"] == ["sex", "age", "edu"]
     assert rep["config"]["options"]["conditional"] is True
+
+
+def test_conditional_fits_use_hugin_message_passing(small_private, small_schema):
+    """The conditioning marginals make the implicit oracle's programs large (see
+    UsesPublicColumns.fit_oracle): conditional runs fit with Hugin, others choose by size."""
+    synth = Synthesizer("aim", epsilon=1.0, seed=0, conditional=True, rounds=3, **FAST)
+    list(synth.run(small_private, schema=small_schema, public_columns=PUBLIC_COLS))
+    assert synth.engine.estimator.oracle == "hugin"
+    assert synth.engine.estimator.last_oracle == "hugin"
+    plain = Synthesizer("vjam-pgm", epsilon=1.0, seed=0, rounds=3, **FAST)
+    list(plain.run(small_private, schema=small_schema, public_columns=PUBLIC_COLS))
+    assert plain.engine.estimator.oracle == "auto"

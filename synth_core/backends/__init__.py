@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import ConfigError, DataError
 from ..marginals import Clique, ColumnSizes, CountStats
 from ..schema import Schema, _format_examples
+from .encoding import MISSING_NOT_ALLOWED, NOT_IN_SCHEMA
 
 BACKENDS = ("memory", "duckdb", "spark")
 
@@ -215,6 +216,33 @@ class CountingBackend(ColumnSizes, ABC):
             index += np.asarray(values, dtype=np.int64)
         return np.bincount(index, weights=np.asarray(counts, dtype=np.float64),
                            minlength=self.cells(clique))
+
+    def _check_count_sql(self, ident) -> str:
+        """The SELECT list of one pass that counts the rows and, per column, the values
+        that may not be missing and the values outside the schema (quoted by ``ident``)."""
+        checks = ", ".join(
+            f"count_if({ident(c)} = {MISSING_NOT_ALLOWED}), count_if({ident(c)} = {NOT_IN_SCHEMA})"
+            for c in self.columns)
+        return f"count(*), {checks}"
+
+    def _rows_after_check(self, row, path: str | None = None) -> int:
+        """The row count from a :meth:`_check_count_sql` result; raises a DataError for an
+        empty private table or for values that do not fit the schema (with examples from
+        the subclass's ``_examples(column)``)."""
+        n = int(row[0])
+        if n == 0:
+            once = " once the public rows are split off" if self.public_flag else ""
+            raise DataError(f"the private table '{self.name}' has no rows{once}.",
+                            hint="Keep at least one private row.", path=path)
+        problems = []
+        for i, c in enumerate(self.columns):
+            missing, unknown = int(row[1 + 2 * i]), int(row[2 + 2 * i])
+            if missing or unknown:
+                problems.append((c, missing, unknown, self._examples(c) if unknown else []))
+        if problems:
+            self.close()
+            self._raise_problems(problems)
+        return n
 
     def _raise_problems(self, problems: list[tuple[str, int, int, list]]) -> None:
         """DataError naming every column with values that do not fit.

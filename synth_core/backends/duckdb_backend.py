@@ -31,7 +31,7 @@ from ..errors import ConfigError, DataError
 from ..schema import Schema
 from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES, _clean_cells
 from . import CountingBackend, FlagSummary, grouping_id, parquet_column_bytes
-from .encoding import (DUCKDB, FLAG_FALSE, FLAG_INVALID, FLAG_TRUE, MISSING_NOT_ALLOWED,
+from .encoding import (DUCKDB, FLAG_FALSE, FLAG_INVALID, FLAG_TRUE,
                        NOT_IN_SCHEMA, code_expression, code_type, flag_expression)
 
 _TYPE_BYTES = {"TINYINT": 1, "SMALLINT": 2, "INTEGER": 4}
@@ -225,30 +225,14 @@ class DuckDBTable(CountingBackend):
         self.stats.bytes_scanned += self._file_scan_bytes(self.columns)
 
     def _count_rows(self) -> int:
-        q = DUCKDB.ident
-        checks = ", ".join(
-            f"count_if({q(c)} = {MISSING_NOT_ALLOWED}), count_if({q(c)} = {NOT_IN_SCHEMA})"
-            for c in self.columns)
-        row = self._execute(f"SELECT count(*), {checks} FROM {self._codes_relation()}").fetchone()
-        n = int(row[0])
+        row = self._execute(f"SELECT {self._check_count_sql(DUCKDB.ident)} "
+                            f"FROM {self._codes_relation()}").fetchone()
         self.stats.passes += 1
         if self.materialize:
-            self.stats.bytes_scanned += n * sum(_TYPE_BYTES[t] for t in self._types.values())
+            self.stats.bytes_scanned += int(row[0]) * sum(_TYPE_BYTES[t] for t in self._types.values())
         else:
             self.stats.bytes_scanned += self._file_scan_bytes(self.columns)
-        if n == 0:
-            once = " once the public rows are split off" if self.public_flag else ""
-            raise DataError(f"the private table '{self.name}' has no rows{once}.",
-                            hint="Keep at least one private row.", path=str(self.path))
-        problems = []
-        for i, c in enumerate(self.columns):
-            missing, unknown = int(row[1 + 2 * i]), int(row[2 + 2 * i])
-            if missing or unknown:
-                problems.append((c, missing, unknown, self._examples(c) if unknown else []))
-        if problems:
-            self.close()
-            self._raise_problems(problems)
-        return n
+        return self._rows_after_check(row, path=str(self.path))
 
     def _examples(self, column: str) -> list[tuple[object, int]]:
         raw = DUCKDB.ident(self._raw[column][0])

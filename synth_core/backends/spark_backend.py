@@ -29,7 +29,7 @@ from ..errors import ConfigError, DataError
 from ..schema import Schema
 from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES, _clean_cells
 from . import CountingBackend, FlagSummary, grouping_id, parquet_column_bytes
-from .encoding import (FLAG_FALSE, FLAG_INVALID, FLAG_TRUE, MISSING_NOT_ALLOWED, NOT_IN_SCHEMA,
+from .encoding import (FLAG_FALSE, FLAG_INVALID, FLAG_TRUE, NOT_IN_SCHEMA,
                        SPARK, code_expression, code_type, flag_expression)
 
 _TYPE_BYTES = {"TINYINT": 1, "SMALLINT": 2, "INTEGER": 4}
@@ -187,26 +187,11 @@ class SparkTable(CountingBackend):
             raise
 
     def _count_rows(self) -> int:
-        q = SPARK.ident
-        checks = ", ".join(
-            f"count_if({q(c)} = {MISSING_NOT_ALLOWED}), count_if({q(c)} = {NOT_IN_SCHEMA})"
-            for c in self.columns)
-        row = self._collect(self._sql(f"SELECT count(*), {checks} FROM {self._view}"))[0]
-        n = int(row[0])
+        row = self._collect(self._sql(f"SELECT {self._check_count_sql(SPARK.ident)} "
+                                      f"FROM {self._view}"))[0]
         self.stats.passes += 1
         self.stats.bytes_scanned += self._file_scan_bytes(self.columns)
-        if n == 0:
-            once = " once the public rows are split off" if self.public_flag else ""
-            raise DataError(f"the private table '{self.name}' has no rows{once}.",
-                            hint="Keep at least one private row.")
-        problems = []
-        for i, c in enumerate(self.columns):
-            missing, unknown = int(row[1 + 2 * i]), int(row[2 + 2 * i])
-            if missing or unknown:
-                problems.append((c, missing, unknown, self._examples(c) if unknown else []))
-        if problems:
-            self._raise_problems(problems)
-        return n
+        return self._rows_after_check(row)
 
     def _examples(self, column: str) -> list[tuple[object, int]]:
         from pyspark.sql import functions as F
