@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages.sessions import session_workbench
 from synth_core.errors import SynthError
+from synth_core.runner import FAILED, STOPPED
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, Workbench
 
 log = logging.getLogger("workbench")
@@ -189,3 +190,23 @@ def sidebar(wb: Workbench) -> None:
         if wb.comparing:
             st.markdown(f":orange[**Comparing:** {wb.sweep.label} (progress on the Compare "
                         "page)]")
+
+
+def show_finished_worker(worker, seen_key: str, *, stopped: str, finished: str | None = None,
+                         rerun: bool = True) -> bool:
+    """Inside a polling fragment: False while a background worker (a Compare sweep, a
+    what-if) runs; once it is done, its outcome (``stopped``/``finished`` may use
+    ``{done}`` and ``{total}``), one full rerun so the page shows the results, and True."""
+    if not worker.done:
+        return False
+    done, total = worker.progress
+    if worker.status == FAILED:
+        st.error(worker.failure.text())
+    elif worker.status == STOPPED:
+        st.warning(stopped.format(done=done, total=total))
+    elif finished:
+        st.success(finished.format(done=done, total=total))
+    if rerun and st.session_state.get(seen_key) != id(worker):
+        st.session_state[seen_key] = id(worker)
+        st.rerun()
+    return True

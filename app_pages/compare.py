@@ -6,10 +6,10 @@ data; every comparison run spends privacy budget on the private data.
 
 import streamlit as st
 
-from app_pages.common import CURATOR_PLOT, curator_header, data_page, show_error
+from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_error,
+                              show_finished_worker)
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
-from synth_core.runner import FAILED, STOPPED
 from synth_core.workbench import EPSILON_GRID, frame_parquet_bytes
 
 POLL_SECONDS = 1.0
@@ -54,19 +54,12 @@ def progress():
     sweep = wb.sweep
     if sweep is None:
         return
-    done, total = sweep.progress
-    if sweep.done:
-        if sweep.status == FAILED:
-            st.error(sweep.failure.text())
-        elif sweep.status == STOPPED:
-            st.warning(f"Comparison stopped after {done} of {total} runs; start it again to "
-                       "resume.")
-        else:
-            st.success(f"Comparison finished: {total} runs.")
-        if wb.comparing is False and st.session_state.get("_cmp_seen") != id(sweep):
-            st.session_state["_cmp_seen"] = id(sweep)
-            st.rerun()
+    if show_finished_worker(sweep, "_cmp_seen", rerun=wb.comparing is False,
+                            stopped="Comparison stopped after {done} of {total} runs; start it "
+                                    "again to resume.",
+                            finished="Comparison finished: {total} runs."):
         return
+    done, total = sweep.progress
     cur = sweep.current or {}
     st.progress(done / max(1, total), text=f"run {done + 1} of {total}: "
                 f"{cur.get('mechanism', '…')} at ε = {cur.get('epsilon', 0):g}, seed "

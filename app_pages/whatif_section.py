@@ -6,10 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import show_error
+from app_pages.common import show_error, show_finished_worker
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
-from synth_core.runner import FAILED, STOPPED
 from synth_core.whatif import STANDINS
 from synth_core.workbench import EPSILON_GRID
 
@@ -54,16 +53,10 @@ def whatif_section(wb) -> None:
         w = wb.whatif_worker
         if w is None:
             return
-        done, total = w.progress
-        if w.done:
-            if w.status == FAILED:
-                st.error(w.failure.text())
-            elif w.status == STOPPED:
-                st.warning(f"What-if stopped after {done} of {total} stand-in runs.")
-            if st.session_state.get("_wi_seen") != id(w):
-                st.session_state["_wi_seen"] = id(w)
-                st.rerun()
+        if show_finished_worker(w, "_wi_seen",
+                                stopped="What-if stopped after {done} of {total} stand-in runs."):
             return
+        done, total = w.progress
         cur = w.current or {}
         st.progress(done / max(1, total),
                     text=f"stand-in run {done + 1} of {total}: {cur.get('mechanism', '…')} at "

@@ -63,12 +63,14 @@ def public_columns(fraction: float) -> list[str]:
     return PUBLIC_ORDER[:int(round(fraction * len(PUBLIC_ORDER)))]
 
 
-def stored_label(label: str, rho_scale: float) -> str:
-    return label if rho_scale == 1 else f"{label}@rho x{rho_scale:g}"
+def stored_label(label: str, rho_scale: float, fit_iters: int | None = None) -> str:
+    label = label if rho_scale == 1 else f"{label}@rho x{rho_scale:g}"
+    return label if fit_iters is None else f"{label}@fit_iters {fit_iters}"
 
 
 def run_one(fraction: float, label: str, epsilon: float, seed: int,
-            condition_max_mb: float | None = None, rho_scale: float = 1.0) -> dict:
+            condition_max_mb: float | None = None, rho_scale: float = 1.0,
+            fit_iters: int | None = None) -> dict:
     from synth_core import Synthesizer
     from synth_core.conditional import conditional_workload
     from synth_core.evaluate import workload_error
@@ -83,6 +85,8 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     options = {"conditional": True} if conditional else {}
     if conditional and condition_max_mb is not None:
         options["condition_max_mb"] = condition_max_mb
+    if fit_iters is not None:
+        options["fit_iters"] = fit_iters
     synth = Synthesizer(name, epsilon=epsilon, delta=1e-9, workload="all-3way",
                         neighbours="bounded", seed=seed, max_model_size=80.0, **options)
     start, cpu0 = time.perf_counter(), cpu_seconds()
@@ -99,7 +103,7 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     restricted = conditional_workload(res.workload, public)
     cond = res.report.get("conditional_generation") or {}
     return dict(bench="vertical", data="adult", public_fraction=fraction, public_columns=public,
-                mechanism=stored_label(label, rho_scale), epsilon=nominal, seed=seed,
+                mechanism=stored_label(label, rho_scale, fit_iters), epsilon=nominal, seed=seed,
                 rho_scale=rho_scale, epsilon_run=epsilon,
                 condition_max_mb=cond.get("condition_max_mb"),
                 error_all=workload_error(private, synthetic, res.workload),
@@ -162,6 +166,9 @@ def main():
                     help="bound on the conditioning marginals' model (MB; default: the library's)")
     ap.add_argument("--rho-scale", type=float, default=1.0,
                     help="counterfactual: run with this multiple of the nominal rho (see above)")
+    ap.add_argument("--fit-iters", type=int, default=None,
+                    help="mirror-descent iterations per round (default: the library's); a run "
+                         "with it is stored as '<mechanism>@fit_iters N'")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="the results file to append to (default: %(default)s)")
     ap.add_argument("--summary", action="store_true",
@@ -176,7 +183,7 @@ def main():
     if args.one:
         frac, label, eps, seed = args.one
         emit(**run_one(float(frac), label, float(eps), int(seed), args.condition_max_mb,
-                       args.rho_scale))
+                       args.rho_scale, args.fit_iters))
         return
     args.results.parent.mkdir(parents=True, exist_ok=True)
     done = done_keys(args.results)
@@ -184,17 +191,21 @@ def main():
         for frac in args.fractions:
             for eps in args.epsilons:
                 for label in args.mechanisms:
-                    if (frac, stored_label(label, args.rho_scale), eps, seed) in done:
+                    if (frac, stored_label(label, args.rho_scale, args.fit_iters), eps,
+                            seed) in done:
                         continue
                     cmd = [sys.executable, __file__, "--one", str(frac), label, str(eps), str(seed),
                            "--rho-scale", str(args.rho_scale)]
+                    if args.fit_iters is not None:
+                        cmd += ["--fit-iters", str(args.fit_iters)]
                     if args.condition_max_mb is not None:
                         cmd += ["--condition-max-mb", str(args.condition_max_mb)]
                     out = subprocess.run(cmd, capture_output=True, text=True)
                     lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
                     if out.returncode != 0 or not lines:
                         emit(bench="vertical", public_fraction=frac,
-                             mechanism=stored_label(label, args.rho_scale), epsilon=eps,
+                             mechanism=stored_label(label, args.rho_scale, args.fit_iters),
+                             epsilon=eps,
                              seed=seed, failed=True, stderr=out.stderr[-2000:])
                         continue
                     print(lines[-1], flush=True)

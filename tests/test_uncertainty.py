@@ -274,9 +274,12 @@ def test_release_page_shows_the_bounds_table():
     assert set(table["kind"]) <= {SUPPORTED, UNSUPPORTED, PUBLIC_ONLY, EXACT}
 
 
-def test_no_bound_exceeds_the_largest_possible_distance(aim_run, jam_run):
+def test_no_bound_exceeds_the_largest_possible_distance(aim_run, jam_run, small_schema):
     """Two tables of n records are at most 2n apart in L1 (bounded DP): larger bounds are capped."""
-    for synth in (aim_run, jam_run):
+    # few records and a small budget: Theorem 4's bound exceeds 2n, so the cap must act
+    tiny = fit("aim", make_correlated(300, seed=3), schema=small_schema, epsilon=0.05, rounds=8)
+    capped = 0
+    for synth in (aim_run, jam_run, tiny):
         report = synth.result.report
         n = report["data"]["n"]
         bounds = marginal_bounds(report, synth.result.synthetic_codes)
@@ -284,3 +287,5 @@ def test_no_bound_exceeds_the_largest_possible_distance(aim_run, jam_run):
         for b in bounds:
             if b.bound_l1 is not None and b.bound_l1 == 2 * n:
                 assert "capped at 2n" in b.note
+                capped += synth is tiny
+    assert capped > 0
