@@ -136,6 +136,29 @@ def done_keys(path: Path) -> set:
     return {key(r) for r in read_rows(path)}
 
 
+def figure(paths: list[Path]) -> None:
+    """The vertical paper's Figure 2 from these runs (PNG and Markdown, as
+    ``reproduce.py vertical-adult`` writes them; counterfactual runs left out)."""
+    import reproduce
+
+    groups: dict = {}
+    for r in read_rows(*paths):
+        if "@" not in r["mechanism"]:
+            name = f"adult, {int(r['public_fraction'] * 100)}% columns public"
+            groups.setdefault((name, r["mechanism"], r["epsilon"]), []).append(r)
+    rows = [{"dataset": d, "mechanism": m, "epsilon": e, "seeds": len(rs),
+             "mean": statistics.mean(x["error_private"] for x in rs),
+             "min": min(x["error_private"] for x in rs),
+             "max": max(x["error_private"] for x in rs),
+             "cpu_seconds": statistics.mean(x["cpu_seconds"] for x in rs)}
+            for (d, m, e), rs in sorted(groups.items())]
+    out = reproduce.OUT / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    reproduce.write_markdown("vertical-adult", rows, out / "vertical-adult.md")
+    if rows and reproduce.plot("vertical-adult", rows, out / "vertical-adult.png"):
+        print(f"wrote {out / 'vertical-adult.png'}", file=sys.stderr)
+
+
 def summary(paths: list[Path]) -> None:
     rows = read_rows(*paths)
     groups: dict = {}
@@ -169,6 +192,9 @@ def main():
     ap.add_argument("--fit-iters", type=int, default=None,
                     help="mirror-descent iterations per round (default: the library's); a run "
                          "with it is stored as '<mechanism>@fit_iters N'")
+    ap.add_argument("--figure", action="store_true",
+                    help="write benchmarks/results/figures/vertical-adult.png and .md from the "
+                         "results (as --summary merges them)")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="the results file to append to (default: %(default)s)")
     ap.add_argument("--summary", action="store_true",
@@ -177,8 +203,11 @@ def main():
     ap.add_argument("--one", nargs=4, metavar=("FRACTION", "MECHANISM", "EPSILON", "SEED"),
                     help=argparse.SUPPRESS)  # one run in this process (used internally)
     args = ap.parse_args()
+    merged = [args.results] + ([MEMORY_RESULTS] if args.results == RESULTS else [])
     if args.summary:
-        return summary([args.results] + ([MEMORY_RESULTS] if args.results == RESULTS else []))
+        return summary(merged)
+    if args.figure:
+        return figure(merged)
     require_shared()
     if args.one:
         frac, label, eps, seed = args.one
