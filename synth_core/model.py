@@ -17,10 +17,10 @@ driven, because every new clique structure is a new compiled JAX program
   (:func:`~synth_core.inference.calibrate`), outside the compiled program;
 * scoring asks :class:`~synth_core.inference.ModelMarginals` (plain numpy on
   the calibrated beliefs) instead of compiling one program per candidate;
-* memory stays bounded in a long-lived process: one compiled fit program is
-  kept (the last structure's), the JAX caches are
-  cleared once the process holds too many memory maps, and after every fit the
-  C heap hands freed memory back to the system (:func:`return_freed_memory`).
+* memory stays bounded in a long-lived process: the JAX caches are cleared
+  once the process holds too many memory maps, and after a fit that compiled
+  (or a large one) the C heap hands freed memory back to the system
+  (:func:`return_freed_memory`).
 """
 
 from __future__ import annotations
@@ -92,13 +92,6 @@ def bound_compiled_programs(limit: int = MAX_MEMORY_MAPS) -> bool:
     return False
 
 
-def _program_key(potentials, loss_fn, oracle: str):
-    """What decides whether :func:`_fit_program` compiles anew: the arguments' tree
-    structure, the leaves' shapes and dtypes, and the oracle."""
-    leaves, treedef = jax.tree_util.tree_flatten((potentials, loss_fn))
-    return treedef, tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves), oracle
-
-
 def _load_libc():
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -108,8 +101,8 @@ def _load_libc():
 
 
 _LIBC = _load_libc()
-#: the key (:func:`_program_key`) of the one compiled fit program kept
-_LAST_PROGRAM = None
+#: the heap is trimmed after a fit that compiled, or of a junction tree from this size (MB)
+TRIM_FROM_MB = 4.0
 
 
 def return_freed_memory() -> bool:
@@ -392,15 +385,7 @@ class PGMEstimator:
         if oracle == "auto":
             oracle = "implicit" if size >= IMPLICIT_FROM_MB else "hugin"
         tol = self.tol if tol is None else float(tol)
-        global _LAST_PROGRAM
         with _JAX_LOCK:
-            key = _program_key(potentials, loss_fn, oracle)
-            if key != _LAST_PROGRAM:
-                # a new structure compiles a new program; the previous one is seldom used
-                # again (a mechanism's rounds each add a clique), so only one is kept: the
-                # last, which a refit of the same structure (the final fit) reuses
-                _fit_program.clear_cache()
-                _LAST_PROGRAM = key
             before = _fit_program._cache_size()
             fitted, marginals, loss, blocks = _fit_program(
                 potentials, loss_fn, float(total), tol, max_blocks, oracle)
@@ -410,9 +395,13 @@ class PGMEstimator:
                 oracle = "hugin"
                 fitted, marginals, loss, blocks = _fit_program(
                     potentials, loss_fn, float(total), tol, max_blocks, oracle)
-            self.compiles += _fit_program._cache_size() - before
+            compiled = _fit_program._cache_size() - before
+            self.compiles += compiled
             bound_compiled_programs()
-            return_freed_memory()
+            if compiled or size >= TRIM_FROM_MB:
+                # what a compile or a large fit freed (a small refit of a known
+                # structure frees little, and trimming costs a walk of the heap)
+                return_freed_memory()
         log_potentials = {cl: np.asarray(fitted[cl].datavector(flatten=False)) for cl in cliques}
         edges = [(tuple(a), tuple(b)) for a, b in tree.edges]
         beliefs = calibrate(self.sizes, log_potentials, tree_cliques, edges)

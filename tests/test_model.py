@@ -9,7 +9,7 @@ import pytest
 
 from synth_core.inference import ModelMarginals
 from synth_core.marginals import CodedTable
-from synth_core.model import (FitMeasurement, PGMEstimator, _fit_program,
+from synth_core.model import (FitMeasurement, PGMEstimator,
                               bound_compiled_programs, memory_maps, return_freed_memory)
 
 
@@ -168,22 +168,6 @@ def test_implicit_and_hugin_oracles_fit_the_same_model(coded):
                                    rtol=1e-9, atol=1e-9)
     with pytest.raises(ValueError, match="unknown oracle"):
         PGMEstimator(coded.size_of, oracle="nope")
-
-
-def test_compiled_fit_programs_stay_bounded(coded):
-    """Each new clique structure compiles a program; only the last is kept, and it is
-    still there for a fit of the same structure (the final fit)."""
-    est = PGMEstimator(coded.size_of, max_iters=50)
-    structures = [[("sex",)], [("sex", "edu")], [("edu", "income")], [("age", "hours")],
-                  [("income", "hours")], [("sex", "income"), ("age",)]]
-    model = None
-    for cliques in structures:
-        model = est.fit([FitMeasurement(cl, coded.marginal(cl), 1.0) for cl in cliques], coded.n)
-        assert _fit_program._cache_size() == 1
-    assert est.compiles == len(structures)
-    last = [FitMeasurement(cl, coded.marginal(cl) + 1.0, 1.0) for cl in structures[-1]]
-    est.fit(last, coded.n, warm=model)
-    assert est.compiles == len(structures)  # reused, not recompiled
 
 
 def test_freed_memory_is_returned_to_the_system():
