@@ -222,8 +222,9 @@ class UsesPublicColumns:
     def fit_oracle(self) -> str:
         """Hugin message passing when generating conditionally. The dozens of exact
         conditioning marginals make the implicit oracle's programs large: on Adult with
-        75% public columns (Conditional AIM, epsilon 1) a run peaked at 1,981 MiB with
-        it and at 1,391 MiB with Hugin, in about the same time."""
+        75% public columns (Conditional AIM, epsilon 1; a one-off /tmp measurement) a
+        run peaked at 1,981 MiB with it and at 1,391 MiB with Hugin, in about the
+        same time; benchmarks/vertical.py's conditional runs use Hugin (1,524 MiB)."""
         return "hugin" if self.vertical.active else "auto"
 
     @property

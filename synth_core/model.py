@@ -399,8 +399,8 @@ class PGMEstimator:
             self.compiles += compiled
             bound_compiled_programs()
             if compiled or size >= TRIM_FROM_MB:
-                # what a compile or a large fit freed (a small refit of a known
-                # structure frees little, and trimming costs a walk of the heap)
+                # what a compile or a large fit freed; a small refit of a known
+                # structure frees little (the cost of trimming was not measured)
                 return_freed_memory()
         log_potentials = {cl: np.asarray(fitted[cl].datavector(flatten=False)) for cl in cliques}
         edges = [(tuple(a), tuple(b)) for a, b in tree.edges]
