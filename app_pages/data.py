@@ -8,6 +8,22 @@ from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS
 from synth_core.errors import SynthError
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, describe_domain
 
+
+
+def _upload_box(column, title, caption, label, types, key, action, done) -> None:
+    """A bordered box with one file uploader whose new file goes to ``action(name, bytes)``;
+    ``done`` (with ``{}`` for the file name) is flashed when it succeeds."""
+    with column.container(border=True):
+        st.markdown(f"**{title}**")
+        st.caption(caption)
+        up = st.file_uploader(label, type=types, key=key)
+        if up is not None and st.session_state.get(f"_loaded_{key}") != (up.name, up.size):
+            st.session_state[f"_loaded_{key}"] = (up.name, up.size)
+            if attempt(action, up.name, up.getvalue()):
+                flash(done.format(up.name))
+                st.rerun()
+
+
 wb = get_wb()
 st.title("Data")
 show_flashes()
@@ -75,29 +91,15 @@ if wb.needs_domain:
                "numeric bounds) would not be privacy-protected. Give it in one of these ways:",
                icon=":material/shield:")
     d1, d2, d3 = st.columns(3)
-    with d1.container(border=True):
-        st.markdown("**Declare a schema (JSON)**")
-        st.caption("Category lists and numeric bounds of every column; checked against the "
-                   "whole file by DuckDB.")
-        up_schema = st.file_uploader("Schema (JSON)", type=["json"], key="disk_schema")
-        if up_schema is not None and \
-                st.session_state.get("_loaded_disk_schema") != (up_schema.name, up_schema.size):
-            st.session_state["_loaded_disk_schema"] = (up_schema.name, up_schema.size)
-            if attempt(wb.load_schema_file, up_schema.name, up_schema.getvalue()):
-                flash(f"Schema '{up_schema.name}' declared.")
-                st.rerun()
-    with d2.container(border=True):
-        st.markdown("**Upload public rows**")
-        st.caption("A public table with the file's columns; the domain is read off it, so every "
-                   "value of the file must occur in it.")
-        up_public = st.file_uploader("Public table", type=["csv", "gz", "parquet", "pq"],
-                                     key="disk_public")
-        if up_public is not None and \
-                st.session_state.get("_loaded_disk_public") != (up_public.name, up_public.size):
-            st.session_state["_loaded_disk_public"] = (up_public.name, up_public.size)
-            if attempt(wb.set_public_table, up_public.name, up_public.getvalue()):
-                flash(f"Public table '{up_public.name}' loaded; the domain was read off it.")
-                st.rerun()
+    _upload_box(d1, "Declare a schema (JSON)",
+                "Category lists and numeric bounds of every column; checked against the "
+                "whole file by DuckDB.", "Schema (JSON)", ["json"], "disk_schema",
+                wb.load_schema_file, "Schema '{}' declared.")
+    _upload_box(d2, "Upload public rows",
+                "A public table with the file's columns; the domain is read off it, so every "
+                "value of the file must occur in it.", "Public table",
+                ["csv", "gz", "parquet", "pq"], "disk_public", wb.set_public_table,
+                "Public table '{}' loaded; the domain was read off it.")
     with d3.container(border=True):
         st.markdown("**Rows of this file are public**")
         st.caption("A true/false column of the file flags the public rows; the domain is read "

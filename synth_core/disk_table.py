@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from .backends import CountingBackend, FlagSummary
-from .backends.inputs import MAX_PUBLIC_ROWS
+from .backends.inputs import check_public_row_cap
 from .errors import ConfigError, DataError, SchemaError
 from .schema import Schema, infer_schema
 from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicRows, load_table
@@ -134,13 +134,8 @@ class DiskTable:
         """The rows ``column`` flags true (public, so they may be loaded; at most
         MAX_PUBLIC_ROWS)."""
         if column not in self._public_rows:
-            summary = self.flag_summary(column)
-            if summary.true > MAX_PUBLIC_ROWS:
-                raise ConfigError(
-                    f"flag column '{column}' marks {summary.true:,} rows public; the workbench "
-                    f"loads public rows into memory and stops at {MAX_PUBLIC_ROWS:,}.",
-                    hint="Write the public rows to their own, smaller file and upload it as "
-                         "the public table.", column=column)
+            check_public_row_cap(column, self.flag_summary(column).true, "the workbench",
+                                 "upload that file as the public table")
             self._public_rows.clear()
             self._public_rows[column] = self.reader().rows(flag=column, flagged=True)
         return self._public_rows[column]
@@ -236,12 +231,7 @@ class DiskTableMixin:
             raise SchemaError(f"the schema declares '{flag}', the column that flags the public "
                               "rows.", hint="Remove it from the schema, or remove the public "
                                             "rows first.", column=flag)
-        self._check_schema_fits(schema)
-        self.schema = schema
-        self.schema_inferred = False
-        self.schema_edited = False
-        self.schema_errors = {}
-        self._proxy_cache.clear()
+        self._declare_schema(schema)
 
     def _check_schema_fits(self, schema: Schema, only: str | None = None) -> None:
         """Out of core: DuckDB checks every value of the file in one pass (of

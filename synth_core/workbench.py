@@ -464,7 +464,10 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
     def load_schema_file(self, filename: str, content: bytes) -> None:
         """Declare the domain with a schema JSON file (checked against the table)."""
         self.require_data()
-        schema = parse_schema_upload(filename, content)
+        self._declare_schema(parse_schema_upload(filename, content))
+
+    def _declare_schema(self, schema: Schema) -> None:
+        """Check ``schema`` against the table and make it the declared domain."""
         self._check_schema_fits(schema)
         self.schema = schema
         self.schema_inferred = False

@@ -116,13 +116,20 @@ def read_flagged_rows(backend: str, data, flag: str, *, name: str,
     reader = open_rows(backend, data, name=name, **(options or {}))
     summary = reader.flag_summary(flag)
     summary.check(name)
-    if summary.true > MAX_PUBLIC_ROWS:
-        raise ConfigError(
-            f"flag column '{flag}' marks {summary.true:,} rows public; the {backend} backend "
-            f"loads the public rows into memory and stops at {MAX_PUBLIC_ROWS:,}.",
-            hint="Write the public rows to their own (smaller) file or sample them, and give "
-                 "that file as the public table.", column=flag)
+    check_public_row_cap(flag, summary.true, f"the {backend} backend",
+                         "give that file as the public table")
     return reader.rows(flag=flag, flagged=True)
+
+
+def check_public_row_cap(flag: str, public_rows: int, loader: str, then: str) -> None:
+    """ConfigError if ``flag`` marks more rows public than :data:`MAX_PUBLIC_ROWS`
+    (``loader`` loads them into memory; ``then`` says what to do with a smaller file)."""
+    if public_rows > MAX_PUBLIC_ROWS:
+        raise ConfigError(
+            f"flag column '{flag}' marks {public_rows:,} rows public; {loader} loads the "
+            f"public rows into memory and stops at {MAX_PUBLIC_ROWS:,}.",
+            hint=f"Write the public rows to their own (smaller) file or sample them, and {then}.",
+            column=flag)
 
 
 def own_public_codes(inputs, columns: Sequence[str]) -> pd.DataFrame:
