@@ -77,7 +77,8 @@ sync_widgets("settings", s, {
     "rounds_default": s.rounds is None,
     "rounds": int(s.rounds or mechanism_parameters(s.mechanism).get("rounds") or 16 * len(names)),
     "max_model_size": float(s.max_model_size),
-    "fit_iters": int(s.fit_iters),
+    "fit_iters_default": s.fit_iters is None,
+    "fit_iters": int(s.round_fit_iters),
     "final_fit_iters": int(s.final_fit_iters),
     "run_mode": s.run_mode,
     "seed": int(s.seed or 0),
@@ -118,6 +119,12 @@ with st.form("budget_form"):
         use_default, rounds = True, None
     size = h2.number_input("Max model size (MB)", min_value=0.1, max_value=10000.0,
                            key="max_model_size", disabled="max_model_size" not in params)
+    fit_default = h3.checkbox(
+        f"Mechanism's default fit iterations ({MECHANISMS[mech].fit_iters})",
+        key="fit_iters_default",
+        help="Up to 1000 mirror-descent iterations per round for AIM, as its authors (its "
+             "annealing test needs a fit that has moved as far as it will), 100 for the others. "
+             "A fit also stops once it has converged.")
     fit_iters = h3.number_input("Fit iterations per round", min_value=1, max_value=10000,
                                 key="fit_iters")
     final_iters = h4.number_input("Final fit iterations", min_value=1, max_value=100000,
@@ -147,7 +154,8 @@ if saved:
     try:
         wb.update_settings(mechanism=mech, epsilon=float(eps), delta=float(delta),
                            neighbours=neighbours, rounds=None if use_default else int(rounds),
-                           max_model_size=float(size), fit_iters=int(fit_iters),
+                           max_model_size=float(size),
+                           fit_iters=None if fit_default else int(fit_iters),
                            final_fit_iters=int(final_iters), mode=None,
                            seed=None if run_mode == "release" else int(seed),
                            options=options)

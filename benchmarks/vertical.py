@@ -63,9 +63,20 @@ def public_columns(fraction: float) -> list[str]:
     return PUBLIC_ORDER[:int(round(fraction * len(PUBLIC_ORDER)))]
 
 
+def default_fit_iters(label: str) -> int:
+    """The mechanism's own per-round fit iterations (AIM 1,000, vJAM-PGM 100)."""
+    from synth_core.mechanisms import resolve_fit_iters
+
+    return resolve_fit_iters(MECHANISMS[label][0], None)
+
+
 def stored_label(label: str, rho_scale: float, fit_iters: int | None = None) -> str:
-    label = label if rho_scale == 1 else f"{label}@rho x{rho_scale:g}"
-    return label if fit_iters is None else f"{label}@fit_iters {fit_iters}"
+    """The label a run is stored under: ``@rho x..`` and ``@fit_iters ..`` mark
+    runs whose budget or per-round fit iterations are not the mechanism's own."""
+    out = label if rho_scale == 1 else f"{label}@rho x{rho_scale:g}"
+    if fit_iters is not None and fit_iters != default_fit_iters(label):
+        out += f"@fit_iters {fit_iters}"
+    return out
 
 
 def run_one(fraction: float, label: str, epsilon: float, seed: int,
@@ -113,6 +124,7 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
                 rho_total=res.ledger.total,
                 conditioning_marginals=len(cond.get("conditioning_marginals", [])),
                 conditioning_dropped=len(cond.get("conditioning_marginals_dropped", [])),
+                fit_iters=synth.config.round_fit_iters,
                 fit_oracle=synth.engine.estimator.last_oracle, peak_rss_mb=peak_rss_mb())
 
 
@@ -169,14 +181,17 @@ def summary(paths: list[Path]) -> None:
         means_all = {m: statistics.mean(x["error_all"] for x in rs) for m, rs in by_mech.items()}
         real = {m: v for m, v in means.items() if "@" not in m}   # counterfactuals aside
         best = min(real, key=real.get)
+        vjam, aim = means.get("vjam-pgm"), means.get("aim")
         emit(bench="vertical-summary", public_fraction=frac, epsilon=eps,
              seeds={m: len(rs) for m, rs in by_mech.items()},
              error_private=means, error_all=means_all,
              seconds={m: statistics.mean(x["seconds"] for x in rs) for m, rs in by_mech.items()},
              peak_rss_mb={m: max(x["peak_rss_mb"] for x in rs) for m, rs in by_mech.items()},
-             lowest=best,
-             conditional_aim_lowest=best == "conditional-aim",
-             vjam_beats_aim=(means.get("vjam-pgm", float("inf")) < means.get("aim", float("-inf"))))
+             lowest=best, missing=sorted(set(MECHANISMS) - set(real)),
+             # None: a run the ordering needs is missing
+             conditional_aim_lowest=(best == "conditional-aim" if len(real) == len(MECHANISMS)
+                                     else None),
+             vjam_beats_aim=None if vjam is None or aim is None else vjam < aim)
 
 
 def main():

@@ -26,7 +26,7 @@ from .engine import Engine, Measurement, PreparedData, RoundEvent
 from .errors import ConfigError, DataError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
 from .marginals import CodedTable
-from .mechanisms import MECHANISMS, accepts_option, make_mechanism
+from .mechanisms import MECHANISMS, accepts_option, make_mechanism, resolve_fit_iters
 from .mechanisms.query_release import DirectLoop
 from .model import FittedModel
 from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
@@ -55,13 +55,19 @@ class RunConfig:
     rounds: int | None = None
     seed: int | None = 0
     max_model_size: float = 80.0
-    fit_iters: int = 100
+    #: per-round fit iterations; None: the mechanism's default (AIM 1,000, the others 100)
+    fit_iters: int | None = None
     final_fit_iters: int = 1000
     fit_tol: float = 1e-4
     options: dict = field(default_factory=dict)
     #: "research" (seedable, continuous Gaussian), "release" (discrete Gaussian,
     #: secure randomness, never seeded) or None: research when seeded, else release
     mode: str | None = None
+
+    @property
+    def round_fit_iters(self) -> int:
+        """The per-round fit iterations the run uses (``fit_iters`` or the mechanism's)."""
+        return resolve_fit_iters(self.mechanism, self.fit_iters)
 
     @property
     def run_mode(self) -> str:
@@ -77,13 +83,18 @@ class RunConfig:
         rho_from_epsilon_delta(self.epsilon, self.delta)
         if self.rounds is not None and self.rounds < 1:
             raise ConfigError(f"rounds must be at least 1, got {self.rounds}.")
-        if self.fit_iters < 1 or self.final_fit_iters < 1:
+        if self.round_fit_iters < 1 or self.final_fit_iters < 1:
             raise ConfigError("fit iterations must be at least 1.")
         if not self.fit_tol >= 0:
             raise ConfigError(f"fit_tol must be a non-negative number, got {self.fit_tol!r}.")
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def resolved_json(self) -> dict:
+        """``to_json`` with the per-round fit iterations the run uses (what a report
+        and a sweep's run id record: an explicit 100 and a default 100 are the same run)."""
+        return {**self.to_json(), "fit_iters": self.round_fit_iters}
 
 
 @dataclass
@@ -289,12 +300,12 @@ class Synthesizer:
     def __init__(self, mechanism: str = "jam-pgm", *, epsilon: float = 1.0, delta: float = 1e-9,
                  workload: str | Workload = "all-3way", neighbours: str = "bounded",
                  rounds: int | None = None, seed: int | None = 0, max_model_size: float = 80.0,
-                 fit_iters: int = 100, final_fit_iters: int = 1000, fit_tol: float = 1e-4,
-                 mode: str | None = None, **options):
+                 fit_iters: int | None = None, final_fit_iters: int = 1000,
+                 fit_tol: float = 1e-4, mode: str | None = None, **options):
         self._workload = workload if isinstance(workload, Workload) else None
         self.config = RunConfig(mechanism, float(epsilon), float(delta), str(neighbours),
                                 workload if isinstance(workload, str) else workload.description,
-                                rounds, seed, float(max_model_size), int(fit_iters),
+                                rounds, seed, float(max_model_size), fit_iters,
                                 int(final_fit_iters), float(fit_tol), dict(options), mode)
         self.config.validate()
         self.result: RunResult | None = None
@@ -359,7 +370,7 @@ class Synthesizer:
         # model: they run their own rounds with the same ledger and event stream
         runner = DirectLoop if getattr(mechanism, "own_loop", False) else Engine
         engine = runner(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
-                        seed=seed, fit_iters=cfg.fit_iters, final_fit_iters=cfg.final_fit_iters,
+                        seed=seed, fit_iters=cfg.round_fit_iters, final_fit_iters=cfg.final_fit_iters,
                         fit_tol=cfg.fit_tol, mode=mode)
         self.engine = engine
         yield from engine.rounds()
@@ -420,7 +431,7 @@ class Synthesizer:
             "seeded": seeded,
             "statement": statement,
         }
-        config = cfg.to_json()
+        config = cfg.resolved_json()
         config["mode"] = engine.noise.mode
         if not seeded:
             config["seed"] = None

@@ -104,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "integer counts and exact selection noise from OpenDP's secure "
                            "source (cannot be seeded). Default: research with --seed, "
                            "release without")
-    mech.add_argument("--fit-iters", type=int, default=100,
-                      help="maximum mirror-descent iterations per round's fit (default: 100)")
+    mech.add_argument("--fit-iters", type=int, default=None,
+                      help="maximum mirror-descent iterations per round's fit (default: the "
+                           "mechanism's: 1000 for AIM, as its authors, 100 for the others)")
     mech.add_argument("--final-fit-iters", type=int, default=1000,
                       help="maximum iterations of the final fit (default: 1000)")
     mech.add_argument("--fit-tol", type=float, default=1e-4,

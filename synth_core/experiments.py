@@ -135,7 +135,7 @@ class Job:
     @property
     def run_id(self) -> str:
         ident = {"data": self.dataset.fingerprint(), "label": self.mechanism.label,
-                 "public_columns": self.public_columns, "config": self.config.to_json()}
+                 "public_columns": self.public_columns, "config": self.config.resolved_json()}
         return hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
     @property
@@ -146,7 +146,7 @@ class Job:
         """The full configuration stored with the run's result."""
         from . import __version__
         return {"sweep": self.sweep, "dataset": self.dataset.describe(),
-                "mechanism": asdict(self.mechanism), "run": self.config.to_json(),
+                "mechanism": asdict(self.mechanism), "run": self.config.resolved_json(),
                 "public_columns_used": list(self.public_columns), "synth_core": __version__}
 
     def label(self) -> str:

@@ -20,13 +20,12 @@ driven, because every new clique structure is a new compiled JAX program
 * memory stays bounded in a long-lived process: the JAX caches are cleared
   once the process holds too many memory maps, and after a fit that compiled
   (or a large one) the C heap hands freed memory back to the system
-  (:func:`return_freed_memory`).
+  (:func:`~synth_core.heap.return_freed_memory`; the package also limits
+  glibc's malloc arenas, :mod:`synth_core.heap`).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import os
 import threading
@@ -49,6 +48,7 @@ from mbi import marginal_oracles  # noqa: E402
 from mbi.estimation import minimum_variance_unbiased_total  # noqa: E402
 from mbi.marginal_loss import LinearMeasurement, from_linear_measurements  # noqa: E402
 
+from .heap import return_freed_memory  # noqa: E402,F401  (re-exported for callers)
 from .inference import ModelMarginals, calibrate  # noqa: E402
 
 Clique = tuple[str, ...]
@@ -92,31 +92,8 @@ def bound_compiled_programs(limit: int = MAX_MEMORY_MAPS) -> bool:
     return False
 
 
-def _load_libc():
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "malloc_trim") else None
-    except OSError:
-        return None
-
-
-_LIBC = _load_libc()
 #: the heap is trimmed after a fit that compiled, or of a junction tree from this size (MB)
 TRIM_FROM_MB = 4.0
-
-
-def return_freed_memory() -> bool:
-    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``).
-
-    XLA frees what a compilation and a fit allocate, but glibc keeps the
-    pages; without this, Conditional AIM on Adult (75% public columns) grew by
-    about 100 MB per round. Returns False where the C library has no
-    ``malloc_trim``.
-    """
-    if _LIBC is None:
-        return False
-    _LIBC.malloc_trim(0)
-    return True
 
 
 @dataclass(frozen=True)
@@ -126,6 +103,32 @@ class FitMeasurement:
     clique: Clique
     values: np.ndarray
     stddev: float = 1.0
+
+
+def merge_repeated(measurements: Sequence[FitMeasurement]) -> list[FitMeasurement]:
+    """One measurement per clique: repeated measurements of a clique merged.
+
+    Measurements ``y_i`` of one clique with stddevs ``s_i`` become their
+    inverse-variance weighted mean with stddev ``(sum 1/s_i^2)^(-1/2)``. The
+    weighted L2 loss ``sum_i |M mu - y_i|^2 / (2 s_i^2)`` changes only by a
+    constant, so its gradient and Lipschitz constant, and with them every
+    mirror-descent iterate, stay the same. What changes is the compiled fit's
+    shape: a mechanism that measures a clique again (JAM-PGM, vJAM-PGM,
+    MWEM+PGM, AIM) keeps its structure and reuses the compiled program
+    instead of compiling one more. Order: first occurrence of each clique.
+    """
+    groups: dict[Clique, list[FitMeasurement]] = {}
+    for m in measurements:
+        groups.setdefault(tuple(m.clique), []).append(m)
+    out = []
+    for clique, ms in groups.items():
+        if len(ms) == 1:
+            out.append(ms[0])
+            continue
+        weights = np.array([1.0 / max(m.stddev, 1e-12) ** 2 for m in ms])
+        values = sum(w * np.asarray(m.values, dtype=float) for w, m in zip(weights, ms))
+        out.append(FitMeasurement(clique, values / weights.sum(), float(weights.sum() ** -0.5)))
+    return out
 
 
 def model_size_mb(sizes: Mapping[str, int], cliques: Sequence[Clique]) -> float:
@@ -369,7 +372,7 @@ class PGMEstimator:
         start = time.perf_counter()
         if not measurements:
             return self.uniform(total)
-        linear = self._linear(measurements)
+        linear = self._linear(merge_repeated(measurements))
         loss_fn = from_linear_measurements(linear, self.domain)
         cliques = tuple(tuple(cl) for cl in loss_fn.cliques)
         tree, _ = junction_tree.make_junction_tree(self.domain, cliques)

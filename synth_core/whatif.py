@@ -279,11 +279,11 @@ def describe_basis(basis: PublicBasis, standin: str, mechanism: str, *,
 
 def run_config(mechanism: str, epsilon: float, seed: int, *, workload: str = "all-3way",
                delta: float = 1e-9, neighbours: str = "bounded", rounds: int | None = None,
-               fit_iters: int = 100, final_fit_iters: int = 1000, fit_tol: float = 1e-4,
-               max_model_size: float = 80.0, options: dict | None = None) -> RunConfig:
+               fit_iters: int | None = None, final_fit_iters: int = 1000,
+               fit_tol: float = 1e-4, max_model_size: float = 80.0, options: dict | None = None) -> RunConfig:
     """The configuration of one stand-in run (always seeded, research mode)."""
     cfg = RunConfig(mechanism, float(epsilon), float(delta), neighbours, workload, rounds,
-                    int(seed), float(max_model_size), int(fit_iters), int(final_fit_iters),
+                    int(seed), float(max_model_size), fit_iters, int(final_fit_iters),
                     float(fit_tol), dict(options or {}), "research")
     cfg.validate()
     return cfg
@@ -342,7 +342,7 @@ def predict_error_curve(basis: PublicBasis, mechanism: str, epsilons: Sequence[f
                         workload: str = "all-3way", seeds: int = 2, standin: str = "public-rows",
                         public_split: str = "bootstrap", delta: float = 1e-9,
                         neighbours: str = "bounded", rounds: int | None = None,
-                        fit_iters: int = 100, final_fit_iters: int = 1000,
+                        fit_iters: int | None = None, final_fit_iters: int = 1000,
                         max_model_size: float = 80.0, options: dict | None = None,
                         progress: Callable[[int, int], None] | None = None,
                         should_stop: Callable[[], bool] | None = None) -> WhatIfCurve:

@@ -860,7 +860,7 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         for run in reversed(self.runs):
             if run.ok and run.data_name == self.data_name and run.settings.mechanism == s.mechanism:
                 n_ev = max(1, len([e for e in run.events if e.round > 0]))
-                scale = s.fit_iters / max(1, run.settings.fit_iters)
+                scale = s.round_fit_iters / max(1, run.settings.round_fit_iters)
                 per_round = run.seconds / n_ev * max(0.3, scale)
                 return max(1.0, per_round * rounds), f"scaled from run {run.number} in this session"
         # calibrated on this machine (2 cores): JAM-PGM on Titanic at the paper defaults
@@ -868,7 +868,7 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         n = self.n_rows
         cells = sum(self.schema.sizes.values())
         size = (1 + cells / 500) * (1 + n / 2e5)
-        per_round = 0.3 + s.fit_iters * 0.025 * size
+        per_round = 0.3 + s.round_fit_iters * 0.025 * size
         final = s.final_fit_iters * 0.009 * size
         return 3.0 + rounds * per_round + final, how
 
@@ -1021,8 +1021,10 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         if s.mode is not None:
             args += ["--mode", s.mode]
         breaks.append(len(args))
-        args += ["--max-model-size", f"{s.max_model_size:g}", "--fit-iters", str(s.fit_iters),
-                 "--final-fit-iters", str(s.final_fit_iters), "--fit-tol", f"{s.fit_tol:g}"]
+        args += ["--max-model-size", f"{s.max_model_size:g}"]
+        if s.fit_iters is not None:
+            args += ["--fit-iters", str(s.fit_iters)]
+        args += ["--final-fit-iters", str(s.final_fit_iters), "--fit-tol", f"{s.fit_tol:g}"]
         breaks.append(len(args))
         args += ["--out", "synthetic.csv", "--report", "report.json"]
         if s.options:

@@ -234,6 +234,10 @@ def test_workload_page_builds_workloads_and_settings():
     at.select_slider(key="delta").set_value(1e-6)
     at.checkbox(key="rounds_default").uncheck()
     at.number_input(key="rounds").set_value(5)
+    # fit iterations: the mechanism's default until the box is unticked
+    assert at.checkbox(key="fit_iters_default").value and wb.settings.fit_iters is None
+    assert at.number_input(key="fit_iters").value == wb.settings.round_fit_iters
+    at.checkbox(key="fit_iters_default").uncheck()
     at.number_input(key="fit_iters").set_value(20)
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
     assert not errors(at)

@@ -143,3 +143,26 @@ def test_jam_needs_public_rows_and_bounded_dp(small_private, small_public, small
     with pytest.raises(ConfigError, match="bounded"):
         run("jam-pgm", small_private, small_public, small_schema, epsilon=1.0, rounds=2,
             neighbours="unbounded")
+
+
+def test_per_round_fit_iterations_default_to_the_mechanisms_own(small_private, small_schema):
+    """AIM refits with its authors' 1,000 iterations per round unless the run sets
+    another number; the other Private-PGM mechanisms default to 100. Reports and
+    sweep run ids record the number that ran."""
+    from synth_core.api import RunConfig
+    from synth_core.engine import DEFAULT_FIT_ITERS
+
+    assert RunConfig("aim").round_fit_iters == 1000
+    assert RunConfig("jam-pgm").round_fit_iters == DEFAULT_FIT_ITERS == 100
+    assert RunConfig("aim", fit_iters=30).round_fit_iters == 30
+    assert RunConfig("aim").resolved_json()["fit_iters"] == 1000
+    assert RunConfig("aim").to_json()["fit_iters"] is None
+    # an explicit 100 and the default are the same run (a stored sweep keeps its ids)
+    assert RunConfig("jam-pgm", fit_iters=100).resolved_json() == RunConfig("jam-pgm").resolved_json()
+    with pytest.raises(ConfigError):
+        RunConfig("aim", fit_iters=0).validate()
+    synth = Synthesizer("aim", workload="all-2way", epsilon=1.0, rounds=8, seed=0,
+                        final_fit_iters=100)
+    list(synth.run(small_private, schema=small_schema))
+    assert synth.engine.estimator.max_iters == 1000
+    assert synth.result.report["config"]["fit_iters"] == 1000

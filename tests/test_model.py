@@ -172,3 +172,92 @@ def test_implicit_and_hugin_oracles_fit_the_same_model(coded):
 
 def test_freed_memory_is_returned_to_the_system():
     assert return_freed_memory() is True  # glibc here: malloc_trim exists and runs
+
+
+def test_repeated_measurements_merge_into_one_with_the_same_gradient(coded):
+    """A clique measured twice is fitted as one inverse-variance weighted measurement:
+    the loss's gradient and Lipschitz constant are unchanged, and the warm refit after
+    a repeat reuses the compiled program."""
+    import jax
+    import jax.numpy as jnp
+    import mbi
+    from mbi.clique_vector import CliqueVector
+    from mbi.marginal_loss import LinearMeasurement, from_linear_measurements
+
+    from synth_core.model import make_domain, merge_repeated
+
+    rng = np.random.default_rng(11)
+    a, b = ("sex", "income"), ("edu", "income")
+    noisy = lambda cl, s: coded.marginal(cl) + rng.normal(0, s, coded.marginal(cl).size)  # noqa: E731
+    meas = [FitMeasurement(a, noisy(a, 3.0), 3.0), FitMeasurement(b, noisy(b, 1.0), 1.0),
+            FitMeasurement(a, noisy(a, 7.0), 7.0)]
+    merged = merge_repeated(meas)
+    assert [m.clique for m in merged] == [a, b]
+    assert merged[0].stddev == pytest.approx((1 / 9 + 1 / 49) ** -0.5)
+    assert merged[1] is meas[1]
+
+    domain = make_domain(coded.size_of)
+
+    def loss(ms):
+        return from_linear_measurements([LinearMeasurement(jnp.asarray(m.values), m.clique,
+                                                           stddev=m.stddev) for m in ms], domain)
+    full, one = loss(meas), loss(merged)
+    assert one.lipschitz == pytest.approx(full.lipschitz, rel=1e-12)
+    mu = CliqueVector(domain, list(full.cliques),
+                      {cl: mbi.Factor(domain.project(cl),
+                                      jnp.asarray(rng.uniform(1, 100, domain.project(cl).shape)))
+                       for cl in full.cliques})
+    g_full, g_one = jax.grad(full)(mu), jax.grad(one)(mu)
+    for cl in full.cliques:
+        np.testing.assert_allclose(g_one[cl].values, g_full[cl].values, rtol=1e-10, atol=1e-10)
+    # the loss moves by a constant only
+    other = mu * 1.1
+    assert float(full(other) - full(mu)) == pytest.approx(float(one(other) - one(mu)), rel=1e-10)
+
+    est = PGMEstimator(coded.size_of, max_iters=100)
+    first = est.fit(meas[:2], coded.n)
+    again = est.fit(meas, coded.n, warm=first)
+    assert est.compiles == 1 and again.cliques == first.cliques
+
+
+ARENA_PROBE = r"""
+import ctypes, sys, threading
+if sys.argv[1] == "synth_core":
+    import synth_core  # noqa: F401  (limits the arenas on import)
+libc = ctypes.CDLL("libc.so.6")
+barrier = threading.Barrier(7)
+keep = []
+def work():
+    keep.append(bytes(200_000))   # a malloc from this thread
+    barrier.wait()
+threads = [threading.Thread(target=work) for _ in range(6)]
+for t in threads: t.start()
+barrier.wait()
+libc.fopen.restype = ctypes.c_void_p
+fh = libc.fopen(sys.argv[2].encode(), b"w")
+libc.malloc_info(0, ctypes.c_void_p(fh))
+libc.fclose(ctypes.c_void_p(fh))
+for t in threads: t.join()
+"""
+
+
+@pytest.mark.parametrize("importing", ["synth_core", "nothing"])
+def test_importing_the_package_limits_the_malloc_arenas(importing, tmp_path):
+    """glibc gives each new thread its own arena (up to 8 per core) and each
+    arena keeps its free pages; the package caps them at MALLOC_ARENAS."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from synth_core.heap import MALLOC_ARENAS
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    out = tmp_path / "malloc_info.xml"
+    subprocess.run([sys.executable, "-c", ARENA_PROBE, importing, str(out)], env=env,
+                   check=True, timeout=120)
+    heaps = len(re.findall(r"<heap nr=", out.read_text()))
+    if importing == "synth_core":
+        assert heaps <= MALLOC_ARENAS
+    else:   # the control: without the cap, six threads get arenas of their own
+        assert heaps > MALLOC_ARENAS

@@ -32,6 +32,15 @@ def accepts_option(name: str, option: str) -> bool:
     return option in inspect.signature(MECHANISMS[name].__init__).parameters
 
 
+def resolve_fit_iters(name: str, fit_iters: int | None) -> int | None:
+    """``fit_iters`` if given, else the mechanism's per-round default (None for
+    an unknown mechanism: the config's validation reports it)."""
+    if fit_iters is not None:
+        return int(fit_iters)
+    cls = MECHANISMS.get(name)
+    return None if cls is None else int(cls.fit_iters)
+
+
 def make_mechanism(name: str, **options):
     """Build a mechanism by name with its options (paper defaults for the rest)."""
     try:
@@ -47,4 +56,4 @@ def make_mechanism(name: str, **options):
 
 
 __all__ = ["AIM", "JAMPGM", "VJAMPGM", "MWEMPGM", "PMWPub", "VPMW", "GEM", "GEMPub", "VGEMPub", "PublicOnly", "MECHANISMS",
-           "accepts_option", "make_mechanism"]
+           "accepts_option", "make_mechanism", "resolve_fit_iters"]

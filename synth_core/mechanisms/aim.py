@@ -48,6 +48,11 @@ AIM_MEASURE_SHARE = 0.9
 
 class AIM(UsesPublicColumns, AdaptiveMechanism):
     name = "aim"
+    #: the authors' AIM refits with up to 1,000 iterations every round. Its
+    #: annealing test compares the model before and after a round's fit: a fit
+    #: cut short moves less, so sigma halves too early and AIM runs too few
+    #: rounds (docs/mechanisms.md, "AIM's per-round fit")
+    fit_iters = 1000
 
     def __init__(self, max_model_size: float = 80.0, rounds: int | None = None,
                  public_columns: Sequence[str] = (), conditional: bool = False,
