@@ -120,7 +120,7 @@ with st.form("budget_form"):
     size = h2.number_input("Max model size (MB)", min_value=0.1, max_value=10000.0,
                            key="max_model_size", disabled="max_model_size" not in params)
     fit_default = h3.checkbox(
-        f"Mechanism's default fit iterations ({MECHANISMS[mech].fit_iters})",
+        f"Default fit iterations ({MECHANISMS[mech].fit_iters})",
         key="fit_iters_default",
         help="Up to 1000 mirror-descent iterations per round for AIM, as its authors (its "
              "annealing test needs a fit that has moved as far as it will), 100 for the others. "

@@ -113,6 +113,16 @@ def table(figure: str, store: ResultStore) -> list[dict]:
     metric = spec["metric"]
     runs = store.runs()
     runs = runs[runs["status"] == "finished"]
+    # only runs of the figure's current configuration: a run made with other
+    # settings (e.g. AIM with 100 fit iterations per round, its old default)
+    # stays in the store but is left out
+    seeds = tuple(sorted({int(s) for s in runs["seed"]})) or (0,)
+    current = {job.run_id for sweep in build_sweeps(figure, seeds=seeds) for job in sweep.jobs()}
+    stale = runs[~runs["run_id"].isin(current)]
+    if len(stale):
+        print(f"{figure}: {len(stale)} stored runs of an older configuration left out "
+              f"({', '.join(sorted(set(stale['mechanism'])))})", file=sys.stderr)
+    runs = runs[runs["run_id"].isin(current)]
     datasets = [d.name for d in spec["datasets"]()]
     rows = []
     for (data, mech, eps), g in runs.groupby(["dataset", "mechanism", "epsilon"], sort=True):

@@ -194,6 +194,43 @@ def summary(paths: list[Path]) -> None:
              vjam_beats_aim=None if vjam is None or aim is None else vjam < aim)
 
 
+#: the Markdown table's columns: (stored label, heading)
+TABLE_COLUMNS = [("aim", "AIM"), ("aim@fit_iters 100", "AIM, 100 it."),
+                 ("vjam-pgm", "vJAM-PGM"), ("conditional-aim", "Cond. AIM"),
+                 ("conditional-aim@fit_iters 100", "Cond. AIM, 100 it."),
+                 ("conditional-vjam-pgm", "Cond. vJAM-PGM")]
+
+
+def markdown(paths: list[Path]) -> None:
+    """The summary as a Markdown table (docs/mechanisms.md): mean error on W',
+    seeds and peak MiB per mechanism; "100 it." columns are AIM runs with 100
+    fit iterations per round (the default before AIM got its authors' 1,000);
+    "lowest" is among the four mechanisms at their defaults."""
+    rows = read_rows(*paths)
+    groups: dict = {}
+    for r in rows:
+        if not r.get("failed"):
+            groups.setdefault((r["public_fraction"], r["epsilon"]), {}).setdefault(
+                r["mechanism"], []).append(r)
+    names = dict(TABLE_COLUMNS)
+    print("| public | eps | " + " | ".join(h for _, h in TABLE_COLUMNS) + " | lowest |")
+    print("|---" * (len(TABLE_COLUMNS) + 3) + "|")
+    for (frac, eps), by_mech in sorted(groups.items()):
+        cells, means = [], {}
+        for label, _ in TABLE_COLUMNS:
+            rs = by_mech.get(label)
+            if not rs:
+                cells.append("not run")
+                continue
+            means[label] = statistics.mean(x["error_private"] for x in rs)
+            peak = max(x["peak_rss_mb"] for x in rs)
+            cells.append(f"{means[label]:.4f} ({len(rs)} seed{'s' if len(rs) > 1 else ''}, "
+                         f"{peak:,.0f} MiB)")
+        real = {m: means[m] for m in MECHANISMS if m in means}
+        lowest = names[min(real, key=real.get)] if len(real) == len(MECHANISMS) else "incomplete"
+        print(f"| {int(round(frac * 100))}% | {eps:g} | " + " | ".join(cells) + f" | {lowest} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fractions", nargs="+", type=float, default=[0.25, 0.5, 0.75])
@@ -212,6 +249,9 @@ def main():
                          "results (as --summary merges them)")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="the results file to append to (default: %(default)s)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the results (with vertical_memory.jsonl's) as the Markdown "
+                         "table of docs/mechanisms.md")
     ap.add_argument("--summary", action="store_true",
                     help="print the summary of the results file and of "
                          "vertical_memory.jsonl (its runs replace the same runs)")
@@ -223,6 +263,8 @@ def main():
         return summary(merged)
     if args.figure:
         return figure(merged)
+    if args.markdown:
+        return markdown(merged)
     require_shared()
     if args.one:
         frac, label, eps, seed = args.one

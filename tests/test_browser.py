@@ -160,7 +160,7 @@ def test_main_path(server, browser):
     page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()
     page.get_by_text("switch to research mode with seed 0").wait_for()
     page.get_by_text("Paper default rounds").click()
-    page.get_by_text("Mechanism's default fit iterations").click()
+    page.get_by_text("Default fit iterations").click()
     for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),
                          ("Final fit iterations", "50")):
         box = page.get_by_label(label, exact=True)
