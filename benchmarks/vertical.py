@@ -14,6 +14,10 @@ process, so ``peak_rss_mb`` is that run's peak. Every run reports two errors
   column (the issue's measure for conditional methods; conditional methods are
   exact on the others).
 
+Plain AIM ignores the split, so one run of it is scored on the ``W'`` of
+every fraction asked for (the extra rows carry ``shared_run``: the fraction
+whose run they share).
+
 Results are appended to ``benchmarks/results/vertical.jsonl`` (one JSON line
 per run, printed too); a finished (fraction, mechanism, epsilon, seed) is
 skipped when the script runs again, so it can be stopped and resumed.
@@ -79,9 +83,17 @@ def stored_label(label: str, rho_scale: float, fit_iters: int | None = None) -> 
     return out
 
 
+def uses_public_columns(label: str) -> bool:
+    """Plain AIM ignores the split: one run of it serves every fraction."""
+    name, conditional = MECHANISMS[label]
+    return name == "vjam-pgm" or conditional
+
+
 def run_one(fraction: float, label: str, epsilon: float, seed: int,
             condition_max_mb: float | None = None, rho_scale: float = 1.0,
-            fit_iters: int | None = None) -> dict:
+            fit_iters: int | None = None, also: tuple[float, ...] = ()) -> list[dict]:
+    """One run; for plain AIM also the rows of the ``also`` fractions (the same
+    synthetic data scored on their ``W'``; ``shared_run`` names the fraction run)."""
     from synth_core import Synthesizer
     from synth_core.conditional import conditional_workload
     from synth_core.evaluate import workload_error
@@ -102,8 +114,10 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
                         neighbours="bounded", seed=seed, max_model_size=80.0, **options)
     start, cpu0 = time.perf_counter(), cpu_seconds()
     rounds = public_rounds = 0
+    if also and uses_public_columns(label):
+        raise ValueError(f"{label} depends on the split: run each fraction on its own")
     for event in synth.run(str(DATA / "adult" / "adult.csv"), schema=load_schema(DATA / "adult" / "domain.json"),
-                           public_columns=public if name == "vjam-pgm" or conditional else ()):
+                           public_columns=public if uses_public_columns(label) else ()):
         print(f"[{fraction} {label} eps={epsilon} seed={seed}] {event.describe()}",
               file=sys.stderr, flush=True)
         if event.round > 0:
@@ -111,21 +125,27 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
             public_rounds += event.source != "private"
     res = synth.result
     private, synthetic = res.inputs.data.private, res.synthetic_table
-    restricted = conditional_workload(res.workload, public)
     cond = res.report.get("conditional_generation") or {}
-    return dict(bench="vertical", data="adult", public_fraction=fraction, public_columns=public,
-                mechanism=stored_label(label, rho_scale, fit_iters), epsilon=nominal, seed=seed,
-                rho_scale=rho_scale, epsilon_run=epsilon,
-                condition_max_mb=cond.get("condition_max_mb"),
-                error_all=workload_error(private, synthetic, res.workload),
-                error_private=workload_error(private, synthetic, restricted),
-                seconds=time.perf_counter() - start, cpu_seconds=cpu_seconds() - cpu0,
-                rounds=rounds, public_rounds=public_rounds, rho_spent=res.ledger.spent,
-                rho_total=res.ledger.total,
-                conditioning_marginals=len(cond.get("conditioning_marginals", [])),
-                conditioning_dropped=len(cond.get("conditioning_marginals_dropped", [])),
-                fit_iters=synth.config.round_fit_iters,
-                fit_oracle=synth.engine.estimator.last_oracle, peak_rss_mb=peak_rss_mb())
+    shared = dict(bench="vertical", data="adult",
+                  mechanism=stored_label(label, rho_scale, fit_iters), epsilon=nominal, seed=seed,
+                  rho_scale=rho_scale, epsilon_run=epsilon,
+                  condition_max_mb=cond.get("condition_max_mb"),
+                  error_all=workload_error(private, synthetic, res.workload),
+                  seconds=time.perf_counter() - start, cpu_seconds=cpu_seconds() - cpu0,
+                  rounds=rounds, public_rounds=public_rounds, rho_spent=res.ledger.spent,
+                  rho_total=res.ledger.total,
+                  conditioning_marginals=len(cond.get("conditioning_marginals", [])),
+                  conditioning_dropped=len(cond.get("conditioning_marginals_dropped", [])),
+                  fit_iters=synth.config.round_fit_iters,
+                  fit_oracle=synth.engine.estimator.last_oracle, peak_rss_mb=peak_rss_mb())
+    out = []
+    for f in (fraction, *also):
+        cols = public_columns(f)
+        restricted = conditional_workload(res.workload, cols)
+        out.append(dict(shared, public_fraction=f, public_columns=cols,
+                        error_private=workload_error(private, synthetic, restricted),
+                        **({"shared_run": fraction} if f != fraction else {})))
+    return out
 
 
 def key(r: dict) -> tuple:
@@ -257,6 +277,8 @@ def main():
                          "vertical_memory.jsonl (its runs replace the same runs)")
     ap.add_argument("--one", nargs=4, metavar=("FRACTION", "MECHANISM", "EPSILON", "SEED"),
                     help=argparse.SUPPRESS)  # one run in this process (used internally)
+    ap.add_argument("--also", nargs="*", type=float, default=[],
+                    help=argparse.SUPPRESS)  # with --one, plain AIM: rows for these fractions too
     args = ap.parse_args()
     merged = [args.results] + ([MEMORY_RESULTS] if args.results == RESULTS else [])
     if args.summary:
@@ -268,8 +290,9 @@ def main():
     require_shared()
     if args.one:
         frac, label, eps, seed = args.one
-        emit(**run_one(float(frac), label, float(eps), int(seed), args.condition_max_mb,
-                       args.rho_scale, args.fit_iters))
+        for row in run_one(float(frac), label, float(eps), int(seed), args.condition_max_mb,
+                           args.rho_scale, args.fit_iters, tuple(args.also)):
+            emit(**row)
         return
     args.results.parent.mkdir(parents=True, exist_ok=True)
     done = done_keys(args.results)
@@ -286,6 +309,11 @@ def main():
                         cmd += ["--fit-iters", str(args.fit_iters)]
                     if args.condition_max_mb is not None:
                         cmd += ["--condition-max-mb", str(args.condition_max_mb)]
+                    stored = stored_label(label, args.rho_scale, args.fit_iters)
+                    also = [] if uses_public_columns(label) else \
+                        [f for f in args.fractions if f != frac and (f, stored, eps, seed) not in done]
+                    if also:
+                        cmd += ["--also", *map(str, also)]
                     out = subprocess.run(cmd, capture_output=True, text=True)
                     lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
                     if out.returncode != 0 or not lines:
@@ -294,9 +322,11 @@ def main():
                              epsilon=eps,
                              seed=seed, failed=True, stderr=out.stderr[-2000:])
                         continue
-                    print(lines[-1], flush=True)
                     with args.results.open("a") as fh:
-                        fh.write(lines[-1] + "\n")
+                        for line in lines:
+                            print(line, flush=True)
+                            fh.write(line + "\n")
+                            done.add(key(json.loads(line)))
 
 
 if __name__ == "__main__":
