@@ -9,7 +9,6 @@ from synth_core.errors import SynthError
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, describe_domain
 
 
-
 def _upload_box(column, title, caption, label, types, key, action, done) -> None:
     """A bordered box with one file uploader whose new file goes to ``action(name, bytes)``;
     ``done`` (with ``{}`` for the file name) is flashed when it succeeds."""

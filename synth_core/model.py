@@ -48,7 +48,7 @@ from mbi import marginal_oracles  # noqa: E402
 from mbi.estimation import minimum_variance_unbiased_total  # noqa: E402
 from mbi.marginal_loss import LinearMeasurement, from_linear_measurements  # noqa: E402
 
-from .heap import return_freed_memory  # noqa: E402,F401  (re-exported for callers)
+from .heap import return_freed_memory  # noqa: E402
 from .inference import ModelMarginals, calibrate  # noqa: E402
 
 Clique = tuple[str, ...]
@@ -112,7 +112,10 @@ def merge_repeated(measurements: Sequence[FitMeasurement]) -> list[FitMeasuremen
     inverse-variance weighted mean with stddev ``(sum 1/s_i^2)^(-1/2)``. The
     weighted L2 loss ``sum_i |M mu - y_i|^2 / (2 s_i^2)`` changes only by a
     constant, so its gradient and Lipschitz constant, and with them every
-    mirror-descent iterate, stay the same. What changes is the compiled fit's
+    mirror-descent iterate, stay the same (the convergence test, relative to
+    the loss, sees the smaller loss and may stop a fit one block apart:
+    Conditional vJAM-PGM at 75% public, epsilon 10 ended at 0.07460 against
+    0.07461 before). What changes is the compiled fit's
     shape: a mechanism that measures a clique again (JAM-PGM, vJAM-PGM,
     MWEM+PGM, AIM) keeps its structure and reuses the compiled program
     instead of compiling one more. Order: first occurrence of each clique.

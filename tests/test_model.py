@@ -9,8 +9,8 @@ import pytest
 
 from synth_core.inference import ModelMarginals
 from synth_core.marginals import CodedTable
-from synth_core.model import (FitMeasurement, PGMEstimator,
-                              bound_compiled_programs, memory_maps, return_freed_memory)
+from synth_core.heap import return_freed_memory
+from synth_core.model import FitMeasurement, PGMEstimator, bound_compiled_programs, memory_maps
 
 
 @pytest.fixture(scope="module")
