@@ -75,7 +75,6 @@ import io
 import json
 import lzma
 import math
-import os
 import subprocess
 import sys
 import tarfile
@@ -286,18 +285,25 @@ def load_adult(arc: Archive) -> tuple[list[list], dict[str, list[str]]]:
     return rows, cats
 
 
-def adult_schema(cats: dict[str, list[str]]) -> dict:
+def schema_json(columns: list[str], numeric: dict, categories: dict[str, list[str]],
+                missing: set[str]) -> dict:
+    """The schema file's JSON: ``numeric`` maps a column to (lower, upper,
+    bins), ``categories`` the others to their category lists."""
     cols = []
-    for c in ADULT_COLUMNS:
-        if c in ADULT_NUMERIC:
-            lo, hi, bins = ADULT_NUMERIC[c]
-            col = {"name": c, "kind": "numeric", "lower": lo, "upper": hi,
-                   "bins": bins}
+    for c in columns:
+        if c in numeric:
+            lo, hi, bins = numeric[c]
+            col = {"name": c, "kind": "numeric", "lower": lo, "upper": hi, "bins": bins}
         else:
-            col = {"name": c, "kind": "categorical", "categories": cats[c]}
-        col["missing"] = c in ("workclass", "occupation", "native-country")
+            col = {"name": c, "kind": "categorical", "categories": categories[c]}
+        col["missing"] = c in missing
         cols.append(col)
     return {"columns": cols}
+
+
+def adult_schema(cats: dict[str, list[str]]) -> dict:
+    return schema_json(ADULT_COLUMNS, ADULT_NUMERIC, cats,
+                       {"workclass", "occupation", "native-country"})
 
 
 def split_adult(rows: list[list]) -> dict[str, np.ndarray]:
@@ -375,18 +381,7 @@ def load_titanic(arc: Archive) -> list[list]:
 
 
 def titanic_schema() -> dict:
-    cols = []
-    for c in TITANIC_COLUMNS:
-        if c in TITANIC_NUMERIC:
-            lo, hi, bins = TITANIC_NUMERIC[c]
-            col = {"name": c, "kind": "numeric", "lower": lo, "upper": hi,
-                   "bins": bins}
-        else:
-            col = {"name": c, "kind": "categorical",
-                   "categories": TITANIC_CATEGORIES[c]}
-        col["missing"] = c == "age"
-        cols.append(col)
-    return {"columns": cols}
+    return schema_json(TITANIC_COLUMNS, TITANIC_NUMERIC, TITANIC_CATEGORIES, {"age"})
 
 
 def split_titanic(n: int) -> dict[str, np.ndarray]:

@@ -38,7 +38,7 @@ from .backends import CountingBackend, FlagSummary
 from .backends.inputs import check_public_row_cap
 from .errors import ConfigError, DataError, SchemaError
 from .schema import Schema, infer_schema
-from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicRows, load_table
+from .tables import PublicRows, check_table_file, load_table
 
 #: the environment variable with the folders the workbench may open files in
 DATA_ROOTS_ENV = "SYNTH_WORKBENCH_DATA_ROOTS"
@@ -79,16 +79,8 @@ def resolve_data_path(text: str) -> Path:
                         hint=f"Allowed: {shown}. Move the file there, or have the administrator "
                              f"add its folder to {DATA_ROOTS_ENV} (folders separated by "
                              f"'{os.pathsep}').")
-    lower = path.name.lower()
-    if not lower.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
-        raise DataError(f"'{path.name}' is not a table file the workbench reads.",
-                        hint=f"Use a {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)} file.",
-                        path=str(path))
-    if not path.exists():
-        raise DataError(f"file '{raw}' not found.", hint="Check the path (a relative path is "
-                        f"read from {Path.cwd()}).", path=str(path))
-    if not path.is_file():
-        raise DataError(f"'{raw}' is not a file.", path=str(path))
+    check_table_file(path, raw, missing_hint=f"Check the path (a relative path is read from "
+                                             f"{Path.cwd()}).")
     if not os.access(path, os.R_OK):
         raise DataError(f"file '{raw}' cannot be read (permission denied).",
                         hint="Check the file's permissions.", path=str(path))
@@ -345,16 +337,10 @@ class DiskTableMixin:
         if schema is None:
             schema = self._disk_schema_from(self.disk.flagged_rows(column),
                                             f"the rows flagged by '{column}'")
-            schema = schema.project([n for n in schema.names if n != column]) \
-                if column in schema.names else schema
             inferred = True
         else:
             inferred = self.schema_inferred
-            if column in schema.names:
-                keep = [n for n in schema.names if n != column]
-                if not keep:
-                    raise SchemaError("the flag column is the only column.", column=column)
-                schema = schema.project(keep)
+        schema = schema.without_flag(column)
         self.public_mode, self.public_table, self.public_name = "none", None, None
         self.schema = schema
         self.schema_inferred = inferred

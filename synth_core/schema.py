@@ -399,6 +399,16 @@ class Schema:
         names = [names] if isinstance(names, str) else list(names)
         return Schema(tuple(self.column(n) for n in names), source=self.source)
 
+    def without_flag(self, column: str) -> "Schema":
+        """This schema without the public-row flag column ``column`` (itself
+        when it has no such column); SchemaError if the flag is its only column."""
+        if column not in self.names:
+            return self
+        keep = [n for n in self.names if n != column]
+        if not keep:
+            raise SchemaError("the flag column is the only column.", column=column)
+        return self.project(keep)
+
     # -- encoding
 
     def encode(self, df: pd.DataFrame, *, table_name: str = "data",

@@ -34,6 +34,20 @@ _FALSE = {"false", "no", "0"}
 # ---------------------------------------------------------------- loading
 
 
+def check_table_file(path: Path, label: str, missing_hint: str | None = None) -> None:
+    """DataError unless ``path`` has a CSV/Parquet name and is an existing
+    file; ``label`` is how the error names it, ``missing_hint`` what to do
+    when it does not exist."""
+    if not path.name.lower().endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
+        raise DataError(f"cannot read '{label}': unsupported file type.",
+                        hint=f"Supported formats: {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}.",
+                        path=str(path))
+    if not path.exists():
+        raise DataError(f"file '{label}' not found.", hint=missing_hint, path=str(path))
+    if not path.is_file():
+        raise DataError(f"'{label}' is not a file.", path=str(path))
+
+
 def load_table(path, *, name: str | None = None) -> pd.DataFrame:
     """Read a .csv, .csv.gz, .parquet or .pq file into a DataFrame.
 
@@ -44,15 +58,8 @@ def load_table(path, *, name: str | None = None) -> pd.DataFrame:
     """
     path = Path(path)
     label = name or str(path)
+    check_table_file(path, label)
     lower = path.name.lower()
-    if not lower.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
-        raise DataError(f"cannot read '{label}': unsupported file type.",
-                        hint=f"Supported formats: {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}.",
-                        path=str(path))
-    if not path.exists():
-        raise DataError(f"file '{label}' not found.", path=str(path))
-    if not path.is_file():
-        raise DataError(f"'{label}' is not a file.", path=str(path))
     if lower.endswith(CSV_SUFFIXES):
         df = _read_csv(path, label)
         kind = "a header"

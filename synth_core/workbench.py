@@ -684,12 +684,7 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         if len(private) == 0:
             raise DataError(f"flag column '{column}' marks every row as public.",
                             hint="Keep at least one private row.", column=column)
-        schema = self.schema
-        if column in schema.names:
-            keep = [n for n in schema.names if n != column]
-            if not keep:
-                raise SchemaError("the flag column is the only column.", column=column)
-            schema = schema.project(keep)
+        schema = self.schema.without_flag(column)
         self.clear_public_rows()
         self.schema = schema
         self.public_mode = "flag"

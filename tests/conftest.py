@@ -56,3 +56,41 @@ def all_keys(obj):
     elif isinstance(obj, list):
         for v in obj:
             yield from all_keys(v)
+
+
+def replay_jam_schedule(ledger, rounds, rho, used, T, alpha):
+    """Replay JAM-PGM's budget schedule with frugal budgeting over rounds 1..T.
+
+    ``used`` is what the initialisation (round 0) spent. Round t gets
+    ``rho_t = (rho - used) / (T - t)``: a share ``1 - alpha`` selects, and a
+    private pick measures with ``alpha`` at sigma ``1 / sqrt(alpha rho_t)``
+    (bounded DP); a free pick (exact public columns, public-row proxy)
+    spends only the selection. Checks every charge and the total, and returns
+    ``[(event, rho_t, used after the round)]`` and the unspent measure share
+    of a free last round, for the caller's own per-round checks.
+    """
+    import math
+
+    from synth_core.engine import PRIVATE
+
+    assert [e.round for e in rounds] == list(range(1, T + 1))
+    replay = []
+    rho_t = 0.0
+    for t, event in enumerate(rounds):
+        rho_t = (rho - used) / (T - t)
+        charges = [c for c in ledger.charges if c.round == event.round]
+        select = [c.rho for c in charges if c.step == "select"]
+        measure = [c.rho for c in charges if c.step == "measure"]
+        assert select == [pytest.approx((1 - alpha) * rho_t, rel=1e-9)]
+        if event.source == PRIVATE:
+            assert measure == [pytest.approx(alpha * rho_t, rel=1e-9)]
+            assert event.sigma == pytest.approx(1 / math.sqrt(alpha * rho_t), rel=1e-9)
+        else:
+            assert measure == [] and event.sigma is None
+        used += math.fsum(select + measure)
+        replay.append((event, rho_t, used))
+    assert ledger.spent == pytest.approx(used, rel=1e-12)
+    unspent = alpha * rho_t if rounds[-1].source != PRIVATE else 0.0
+    assert ledger.spent + unspent == pytest.approx(rho, rel=1e-12)
+    assert ledger.spent <= rho * (1 + 1e-12)
+    return replay, unspent

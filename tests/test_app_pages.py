@@ -64,6 +64,19 @@ def wait_for_run(at: AppTest, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
+def run_comparison(at: AppTest, timeout: float = 180) -> None:
+    """Click "Start comparison" on the Compare page and wait for the grid."""
+    wb = at.session_state["wb"]
+    at.button[[b.label for b in at.button].index("Start comparison")].click().run()
+    assert not at.exception and not errors(at)
+    deadline = time.time() + timeout
+    while wb.comparing:
+        assert time.time() < deadline, "the comparison did not finish in time"
+        time.sleep(0.3)
+    at.run()
+    assert not at.exception and not errors(at)
+
+
 def flagged_csv(n=300, seed=0) -> bytes:
     rng = np.random.default_rng(seed)
     return pd.DataFrame({
@@ -339,14 +352,7 @@ def test_compare_page_runs_a_small_grid(tmp_path, monkeypatch):
     at.multiselect(key="cmp_mechs").set_value(["jam-pgm", "public-only"])
     at.multiselect(key="cmp_eps").set_value([0.5, 5.0])
     at.number_input(key="cmp_seeds").set_value(1)
-    at.button[[b.label for b in at.button].index("Start comparison")].click().run()
-    assert not at.exception and not errors(at)
-    deadline = time.time() + 180
-    while wb.comparing:
-        assert time.time() < deadline
-        time.sleep(0.3)
-    at.run()
-    assert not at.exception and not errors(at)
+    run_comparison(at)
     assert any("Comparison finished: 4 runs." in s.value for s in at.success)
     assert "CURATOR-ONLY, not releasable" in texts(at)
     labels = [b.label for b in at.get("download_button")]
@@ -481,7 +487,7 @@ def test_data_page_opens_a_parquet_file_on_disk_with_duckdb(tmp_path, monkeypatc
     # paths that may not or cannot be opened: a specific error each, nothing lost
     for bad, what in [(outside, "outside the folders"), (root / "link.parquet", "outside the folders"),
                       (tmp_path / "allowed" / ".." / "elsewhere.parquet", "outside the folders"),
-                      (root / "missing.parquet", "not found"), (root / "notes.txt", "not a table file"),
+                      (root / "missing.parquet", "not found"), (root / "notes.txt", "unsupported file type"),
                       (root / "broken.parquet", "cannot read")]:
         _open_disk(at, bad)
         assert errors(at) and what in errors(at)[0], (bad, errors(at))
@@ -560,14 +566,7 @@ def test_public_rows_flagged_in_a_disk_file_and_compare(tmp_path, monkeypatch):
     at.multiselect(key="cmp_mechs").set_value(["jam-pgm"])
     at.multiselect(key="cmp_eps").set_value([1.0])
     at.number_input(key="cmp_seeds").set_value(1)
-    at.button[[b.label for b in at.button].index("Start comparison")].click().run()
-    assert not at.exception and not errors(at)
-    deadline = time.time() + 180
-    while wb.comparing:
-        assert time.time() < deadline
-        time.sleep(0.3)
-    at.run()
-    assert not at.exception and not errors(at)
+    run_comparison(at)
     results = wb.compare_results()[0]
     assert list(results["status"]) == ["finished"] and results["workload_error"].iloc[0] > 0
     assert "CURATOR-ONLY, not releasable" in texts(at)

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from conftest import replay_jam_schedule
 from synth_core import Synthesizer
 from synth_core import privacy as privacy_mod
 from synth_core.engine import PRIVATE, PUBLIC
@@ -76,27 +77,9 @@ def test_sources_are_answered_from_the_right_data(both, small_private, small_pub
 def test_budget_arithmetic_stays_exact(both):
     epsilon, (result, events, calls) = both
     rho = rho_from_epsilon_delta(epsilon, 1e-9)
-    ledger = result.ledger
-    used = 0.0
-    rounds = events[1:]
-    assert [e.round for e in rounds] == list(range(1, T + 1))
-    for t, ev in enumerate(rounds):
-        rho_t = (rho - used) / (T - t)
-        charges = [c for c in ledger.charges if c.round == ev.round]
-        select = [c.rho for c in charges if c.step == "select"]
-        measure = [c.rho for c in charges if c.step == "measure"]
-        assert select == [pytest.approx((1 - ALPHA) * rho_t, rel=1e-9)]
+    replay, _ = replay_jam_schedule(result.ledger, events[1:], rho, 0.0, T, ALPHA)
+    for t, (_, rho_t, _) in enumerate(replay):
         assert calls[t][0] == pytest.approx(math.sqrt(8 * (1 - ALPHA) * rho_t), rel=1e-9)
-        if ev.source == PRIVATE:
-            assert measure == [pytest.approx(ALPHA * rho_t, rel=1e-9)]
-            assert ev.sigma == pytest.approx(1 / math.sqrt(ALPHA * rho_t), rel=1e-9)
-        else:   # frugal: an exact or a proxy pick spends only the selection
-            assert measure == [] and ev.sigma is None
-        used += math.fsum(select + measure)
-    assert ledger.spent == pytest.approx(used, rel=1e-12)
-    unspent = ALPHA * rho_t if rounds[-1].source != PRIVATE else 0.0
-    assert ledger.spent + unspent == pytest.approx(rho, rel=1e-12)
-    assert ledger.spent <= rho * (1 + 1e-12)
 
 
 def test_without_public_columns_it_is_plain_jam_pgm(small_private, small_public, small_schema):

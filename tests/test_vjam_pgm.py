@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import replay_jam_schedule
 from synth_core import Synthesizer
 from synth_core import privacy as privacy_mod
 from synth_core.engine import PUBLIC, PRIVATE, Candidate, Engine, RoundPlan
@@ -88,29 +89,14 @@ def replay_charges(synth, events, public_columns, epsilon):
     used = math.fsum(c.rho for c in init)
     assert used == pytest.approx(rho / (T + 1), rel=1e-12)
     # rounds 1..T: JAM-PGM's schedule on what is left
-    rounds = events[1:]
-    assert [e.round for e in rounds] == list(range(1, T + 1))
-    for t, event in enumerate(rounds):
-        rho_t = (rho - used) / (T - t)
-        charges = [c for c in ledger.charges if c.round == event.round]
-        select = [c.rho for c in charges if c.step == "select"]
-        measure = [c.rho for c in charges if c.step == "measure"]
-        assert select == [pytest.approx((1 - ALPHA) * rho_t, rel=1e-9)]
+    replay, unspent = replay_jam_schedule(ledger, events[1:], rho, used, T, ALPHA)
+    for event, rho_t, used in replay:
         assert event.epsilon == pytest.approx(math.sqrt(8 * (1 - ALPHA) * rho_t), rel=1e-9)
         if event.source == PUBLIC:
-            assert set(event.clique) <= P
-            assert measure == [] and event.rho_measure == 0 and event.sigma is None
+            assert set(event.clique) <= P and event.rho_measure == 0
         else:
             assert not set(event.clique) <= P
-            assert measure == [pytest.approx(ALPHA * rho_t, rel=1e-9)]
-            # bounded DP, L2 sensitivity sqrt 2: variance 1 / rho_measure
-            assert event.sigma == pytest.approx(1 / math.sqrt(ALPHA * rho_t), rel=1e-9)
-        used += math.fsum(select + measure)
         assert event.rho_spent == pytest.approx(used, rel=1e-9)
-        last_rho_t = rho_t
-    unspent = ALPHA * last_rho_t if rounds[-1].source == PUBLIC else 0.0
-    assert ledger.spent + unspent == pytest.approx(rho, rel=1e-12)
-    assert ledger.spent <= rho * (1 + 1e-12)
     return unspent
 
 
