@@ -53,12 +53,17 @@ def sync_widgets(group: str, token, values: dict) -> None:
 
     Keyed widgets keep their own value across reruns and ignore a new default,
     so a widget that mirrors workbench state is set through session state.
+    Only a new ``token`` resets every key: a key Streamlit dropped (its widget
+    was not drawn in the last run, e.g. the rounds box of a mechanism without
+    rounds, or a run cut short by the user's next click) is refilled alone, so
+    the choices the user has made but not saved yet stay.
     """
     marker = f"_sync_{group}"
-    if st.session_state.get(marker) != token or any(k not in st.session_state for k in values):
-        for key, value in values.items():
+    fresh = st.session_state.get(marker) != token
+    for key, value in values.items():
+        if fresh or key not in st.session_state:
             st.session_state[key] = value
-        st.session_state[marker] = token
+    st.session_state[marker] = token
 
 
 #: widget keys whose options depend on the loaded table

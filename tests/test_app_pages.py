@@ -266,6 +266,23 @@ def test_workload_page_builds_workloads_and_settings():
     assert wb.settings.mechanism == "aim" and wb.settings.rounds is None
 
 
+
+def test_budget_form_keeps_unsaved_choices_when_a_widget_disappears():
+    """A mechanism without rounds (public-only) hides the rounds widgets, and
+    Streamlit forgets their state; the next rerun must refill only those, not
+    reset the mechanism and epsilon the user picked but has not saved yet."""
+    at = go(load_titanic(new_app()), "app_pages/workload.py")
+    wb = at.session_state["wb"]
+    at.selectbox(key="mechanism").set_value("public-only").run()
+    assert not at.exception and at.selectbox(key="mechanism").value == "public-only"
+    at.select_slider(key="epsilon").set_value(10.0)    # inside the form: sent on Save
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert not errors(at)
+    assert (wb.settings.mechanism, wb.settings.epsilon) == ("public-only", 10.0)
+    # and back to a mechanism with rounds: its widgets come back at the saved values
+    at.selectbox(key="mechanism").set_value("jam-pgm").run()
+    assert at.checkbox(key="rounds_default").value and not errors(at)
+
 def test_run_page_runs_in_background_and_release_page_downloads():
     at = go(load_titanic(new_app()), "app_pages/workload.py")
     wb = at.session_state["wb"]
