@@ -124,7 +124,8 @@ with st.form("budget_form"):
         key="fit_iters_default",
         help="Up to 1000 mirror-descent iterations per round for AIM, as its authors (its "
              "annealing test needs a fit that has moved as far as it will), 100 for the others. "
-             "A fit also stops once it has converged.")
+             "A fit also stops once it has converged. vJAM-PGM with many public columns at "
+             "large epsilon gains from 1,000 (docs/mechanisms.md).")
     fit_iters = h3.number_input("Fit iterations per round", min_value=1, max_value=10000,
                                 key="fit_iters")
     final_iters = h4.number_input("Final fit iterations", min_value=1, max_value=100000,
