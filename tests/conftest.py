@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from synth_core.engine import PRIVATE
 from synth_core.schema import Schema
 
 
@@ -69,10 +72,6 @@ def replay_jam_schedule(ledger, rounds, rho, used, T, alpha):
     ``[(event, rho_t, used after the round)]`` and the unspent measure share
     of a free last round, for the caller's own per-round checks.
     """
-    import math
-
-    from synth_core.engine import PRIVATE
-
     assert [e.round for e in rounds] == list(range(1, T + 1))
     replay = []
     rho_t = 0.0
