@@ -32,6 +32,12 @@ an unbounded-DP (add/remove) run has at the nominal epsilon; the selection
 stays sqrt(2) noisier than there. It answers "what if this mechanism had
 run under AIM's own (unbounded) default?" and is never a release setting;
 ``--summary`` leaves these rows out of the ordering.
+
+Diagnostics for comparing two runs: every row carries
+``error_by_public_count``, the error on ``W'`` split by how many public
+columns a marginal has (``"0"``: all private), and ``--trace DIR`` writes
+each run's round events (clique, source, sigma, rho, model size: the
+release part of the event) to ``DIR/<fraction>_<mechanism>_<eps>_<seed>.jsonl``.
 """
 
 from __future__ import annotations
@@ -74,12 +80,16 @@ def default_fit_iters(label: str) -> int:
     return resolve_fit_iters(MECHANISMS[label][0], None)
 
 
-def stored_label(label: str, rho_scale: float, fit_iters: int | None = None) -> str:
-    """The label a run is stored under: ``@rho x..`` and ``@fit_iters ..`` mark
-    runs whose budget or per-round fit iterations are not the mechanism's own."""
+def stored_label(label: str, rho_scale: float, fit_iters: int | None = None,
+                 rounds: int | None = None) -> str:
+    """The label a run is stored under: ``@rho x..``, ``@fit_iters ..`` and
+    ``@rounds ..`` mark runs whose budget, per-round fit iterations or rounds
+    option (AIM: the budget scale T) are not the mechanism's own."""
     out = label if rho_scale == 1 else f"{label}@rho x{rho_scale:g}"
     if fit_iters is not None and fit_iters != default_fit_iters(label):
         out += f"@fit_iters {fit_iters}"
+    if rounds is not None:
+        out += f"@rounds {rounds}"
     return out
 
 
@@ -91,12 +101,13 @@ def uses_public_columns(label: str) -> bool:
 
 def run_one(fraction: float, label: str, epsilon: float, seed: int,
             condition_max_mb: float | None = None, rho_scale: float = 1.0,
-            fit_iters: int | None = None, also: tuple[float, ...] = ()) -> list[dict]:
+            fit_iters: int | None = None, also: tuple[float, ...] = (),
+            trace: Path | None = None, rounds_option: int | None = None) -> list[dict]:
     """One run; for plain AIM also the rows of the ``also`` fractions (the same
     synthetic data scored on their ``W'``; ``shared_run`` names the fraction run)."""
     from synth_core import Synthesizer
     from synth_core.conditional import conditional_workload
-    from synth_core.evaluate import workload_error
+    from synth_core.evaluate import per_marginal_errors
     from synth_core.privacy import cdp_epsilon, rho_from_epsilon_delta
     from synth_core.schema import load_schema
 
@@ -110,27 +121,37 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         options["condition_max_mb"] = condition_max_mb
     if fit_iters is not None:
         options["fit_iters"] = fit_iters
+    if rounds_option is not None:
+        options["rounds"] = rounds_option
+    label_stored = stored_label(label, rho_scale, fit_iters, rounds_option)
     synth = Synthesizer(name, epsilon=epsilon, delta=1e-9, workload="all-3way",
                         neighbours="bounded", seed=seed, max_model_size=80.0, **options)
     start, cpu0 = time.perf_counter(), cpu_seconds()
     rounds = public_rounds = 0
     if also and uses_public_columns(label):
         raise ValueError(f"{label} depends on the split: run each fraction on its own")
+    events = []
     for event in synth.run(str(DATA / "adult" / "adult.csv"), schema=load_schema(DATA / "adult" / "domain.json"),
                            public_columns=public if uses_public_columns(label) else ()):
         print(f"[{fraction} {label} eps={epsilon} seed={seed}] {event.describe()}",
               file=sys.stderr, flush=True)
+        events.append(event.to_release())
         if event.round > 0:
             rounds += 1
             public_rounds += event.source != "private"
+    if trace is not None:
+        trace.mkdir(parents=True, exist_ok=True)
+        name = f"{fraction:g}_{label_stored}_{nominal:g}_{seed}.jsonl"
+        (trace / name.replace(" ", "")).write_text("".join(json.dumps(e) + "\n" for e in events))
     res = synth.result
     private, synthetic = res.inputs.data.private, res.synthetic_table
     cond = res.report.get("conditional_generation") or {}
+    errors = per_marginal_errors(private, synthetic, res.workload)
     shared = dict(bench="vertical", data="adult",
-                  mechanism=stored_label(label, rho_scale, fit_iters), epsilon=nominal, seed=seed,
+                  mechanism=label_stored, epsilon=nominal, seed=seed,
                   rho_scale=rho_scale, epsilon_run=epsilon,
                   condition_max_mb=cond.get("condition_max_mb"),
-                  error_all=workload_error(private, synthetic, res.workload),
+                  error_all=statistics.mean(errors.values()),
                   seconds=time.perf_counter() - start, cpu_seconds=cpu_seconds() - cpu0,
                   rounds=rounds, public_rounds=public_rounds, rho_spent=res.ledger.spent,
                   rho_total=res.ledger.total,
@@ -143,9 +164,18 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         cols = public_columns(f)
         restricted = conditional_workload(res.workload, cols)
         out.append(dict(shared, public_fraction=f, public_columns=cols,
-                        error_private=workload_error(private, synthetic, restricted),
+                        error_private=statistics.mean(errors[cl] for cl in restricted.cliques),
+                        error_by_public_count=by_public_count(errors, restricted, cols),
                         **({"shared_run": fraction} if f != fraction else {})))
     return out
+
+
+def by_public_count(errors: dict, workload, public: list[str]) -> dict[str, float]:
+    """Mean error of the workload's marginals by their number of public columns."""
+    groups: dict = {}
+    for cl in workload.cliques:
+        groups.setdefault(str(len(set(cl) & set(public))), []).append(errors[cl])
+    return {k: statistics.mean(v) for k, v in sorted(groups.items())}
 
 
 def key(r: dict) -> tuple:
@@ -266,6 +296,9 @@ def main():
     ap.add_argument("--fit-iters", type=int, default=None,
                     help="mirror-descent iterations per round (default: the library's); a run "
                          "with it is stored as '<mechanism>@fit_iters N'")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="the mechanism's rounds option (AIM: budget scale T; default: its "
+                         "own); a run with it is stored as '<mechanism>@rounds N'")
     ap.add_argument("--figure", action="store_true",
                     help="write benchmarks/results/figures/vertical-adult.png and .md from the "
                          "results (as --summary merges them)")
@@ -277,6 +310,8 @@ def main():
     ap.add_argument("--summary", action="store_true",
                     help="print the summary of the results file and of "
                          "vertical_memory.jsonl (its runs replace the same runs)")
+    ap.add_argument("--trace", type=Path, default=None,
+                    help="write each run's round events (release part) to DIR/<run>.jsonl")
     ap.add_argument("--one", nargs=4, metavar=("FRACTION", "MECHANISM", "EPSILON", "SEED"),
                     help=argparse.SUPPRESS)  # one run in this process (used internally)
     ap.add_argument("--also", nargs="*", type=float, default=[],
@@ -293,7 +328,8 @@ def main():
     if args.one:
         frac, label, eps, seed = args.one
         for row in run_one(float(frac), label, float(eps), int(seed), args.condition_max_mb,
-                           args.rho_scale, args.fit_iters, tuple(args.also)):
+                           args.rho_scale, args.fit_iters, tuple(args.also), args.trace,
+                           args.rounds):
             emit(**row)
         return
     args.results.parent.mkdir(parents=True, exist_ok=True)
@@ -302,8 +338,8 @@ def main():
         for frac in args.fractions:
             for eps in args.epsilons:
                 for label in args.mechanisms:
-                    if (frac, stored_label(label, args.rho_scale, args.fit_iters), eps,
-                            seed) in done:
+                    stored = stored_label(label, args.rho_scale, args.fit_iters, args.rounds)
+                    if (frac, stored, eps, seed) in done:
                         continue
                     cmd = [sys.executable, __file__, "--one", str(frac), label, str(eps), str(seed),
                            "--rho-scale", str(args.rho_scale)]
@@ -311,7 +347,10 @@ def main():
                         cmd += ["--fit-iters", str(args.fit_iters)]
                     if args.condition_max_mb is not None:
                         cmd += ["--condition-max-mb", str(args.condition_max_mb)]
-                    stored = stored_label(label, args.rho_scale, args.fit_iters)
+                    if args.trace is not None:
+                        cmd += ["--trace", str(args.trace)]
+                    if args.rounds is not None:
+                        cmd += ["--rounds", str(args.rounds)]
                     also = [] if uses_public_columns(label) else \
                         [f for f in args.fractions if f != frac and (f, stored, eps, seed) not in done]
                     if also:
@@ -319,10 +358,8 @@ def main():
                     out = subprocess.run(cmd, capture_output=True, text=True)
                     lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
                     if out.returncode != 0 or not lines:
-                        emit(bench="vertical", public_fraction=frac,
-                             mechanism=stored_label(label, args.rho_scale, args.fit_iters),
-                             epsilon=eps,
-                             seed=seed, failed=True, stderr=out.stderr[-2000:])
+                        emit(bench="vertical", public_fraction=frac, mechanism=stored,
+                             epsilon=eps, seed=seed, failed=True, stderr=out.stderr[-2000:])
                         continue
                     with args.results.open("a") as fh:
                         for line in lines:

@@ -1,0 +1,31 @@
+"""The diagnostics of benchmarks/vertical.py (the public-columns experiment)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from synth_core.workload import Workload
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import vertical  # noqa: E402
+
+
+def test_errors_split_by_number_of_public_columns():
+    cliques = (("a", "b", "c"), ("a", "b", "x"), ("a", "x", "y"), ("x", "y", "z"), ("b", "y", "z"))
+    workload = Workload(cliques, (1.0,) * len(cliques))
+    errors = dict(zip(cliques, [0.1, 0.2, 0.3, 0.4, 0.6]))
+    out = vertical.by_public_count(errors, workload, ["a", "b", "c"])
+    assert out == pytest.approx({"0": 0.4, "1": 0.45, "2": 0.2, "3": 0.1})
+    assert list(out) == ["0", "1", "2", "3"]
+
+
+def test_stored_labels_mark_every_non_default_setting():
+    assert vertical.stored_label("conditional-aim", 1.0) == "conditional-aim"
+    assert vertical.stored_label("conditional-aim", 1.0, vertical.default_fit_iters("aim")) \
+        == "conditional-aim"
+    assert vertical.stored_label("conditional-aim", 2.0, 100, 240) \
+        == "conditional-aim@rho x2@fit_iters 100@rounds 240"
