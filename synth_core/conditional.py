@@ -51,6 +51,10 @@ SAMPLING_BLOCK_CELLS = 2 ** 23
 #: Default bound (MB of junction tree) on the exact public marginals a
 #: conditional model is fitted with.
 CONDITION_MAX_MB = 10.0
+#: With more conditioning marginals than this, the fits use Hugin message
+#: passing instead of choosing the oracle by model size (see
+#: :meth:`ConditionalSetup.fit_oracle`).
+HUGIN_ABOVE_CONDITIONING = 20
 
 
 def conditional_workload(workload: Workload, public: Sequence[str]) -> Workload:
@@ -183,7 +187,20 @@ class ConditionalSetup:
         self.kept, self.dropped = conditioning_marginals(self.workload, self.public_columns,
                                                          sizes, self.condition_max_mb)
         self.base_mb = model_size_mb(sizes, self.kept)
+        state.estimator.oracle = self.fit_oracle(state.estimator.oracle)
         return self.workload
+
+    def fit_oracle(self, default: str) -> str:
+        """Hugin when many exact conditioning marginals enter the fit, else ``default``.
+
+        Many conditioning marginals make the implicit oracle's programs large: on
+        Adult with 75% public columns (51 of them; Conditional AIM, epsilon 1) a
+        run peaked at 1,981 MiB with it and at 1,391 MiB with Hugin, in about the
+        same time. With few, the size rule (implicit from 8 MB) stands: Hugin
+        materialises every clique of a large model, and Conditional AIM at 25%
+        public columns (10 of them), epsilon 10 took 4,462 CPU s with it (see
+        docs/mechanisms.md for the run with the size rule)."""
+        return "hugin" if len(self.kept) > HUGIN_ABOVE_CONDITIONING else default
 
     def initial_public(self) -> list[Candidate]:
         return [Candidate(cl, PUBLIC) for cl in self.kept]
@@ -217,15 +234,6 @@ class UsesPublicColumns:
     exact answers of public cliques."""
 
     vertical: ConditionalSetup
-
-    @property
-    def fit_oracle(self) -> str:
-        """Hugin message passing when generating conditionally. The dozens of exact
-        conditioning marginals make the implicit oracle's programs large: on Adult with
-        75% public columns (Conditional AIM, epsilon 1; a one-off /tmp measurement) a
-        run peaked at 1,981 MiB with it and at 1,391 MiB with Hugin, in about the
-        same time; benchmarks/vertical.py's conditional runs use Hugin (1,524 MiB)."""
-        return "hugin" if self.vertical.active else "auto"
 
     @property
     def conditional_on(self) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from synth_core import Synthesizer
+from synth_core import conditional
 from synth_core.api import RunWarning
 from synth_core.cli import main as cli_main
 from synth_core.conditional import (conditional_workload, conditioning_marginals,
@@ -227,13 +228,21 @@ def test_cli_conditional_flag(tmp_path, small_private, small_schema):
     assert rep["config"]["options"]["conditional"] is True
 
 
-def test_conditional_fits_use_hugin_message_passing(small_private, small_schema):
-    """The conditioning marginals make the implicit oracle's programs large (see
-    UsesPublicColumns.fit_oracle): conditional runs fit with Hugin, others choose by size."""
-    synth = Synthesizer("aim", epsilon=1.0, seed=0, conditional=True, rounds=3, **FAST)
-    list(synth.run(small_private, schema=small_schema, public_columns=PUBLIC_COLS))
-    assert synth.engine.estimator.oracle == "hugin"
-    assert synth.engine.estimator.last_oracle == "hugin"
+def test_many_conditioning_marginals_switch_the_fits_to_hugin(small_private, small_schema,
+                                                              monkeypatch):
+    """Many conditioning marginals make the implicit oracle's programs large (see
+    ConditionalSetup.fit_oracle): above HUGIN_ABOVE_CONDITIONING of them the fits
+    use Hugin; with few, the oracle is chosen by model size as for other runs."""
+    few = Synthesizer("aim", epsilon=1.0, seed=0, conditional=True, rounds=3, **FAST)
+    list(few.run(small_private, schema=small_schema, public_columns=PUBLIC_COLS))
+    kept = few.result.report["conditional_generation"]["conditioning_marginals"]
+    assert 0 < len(kept) <= conditional.HUGIN_ABOVE_CONDITIONING
+    assert few.engine.estimator.oracle == "auto"
+    monkeypatch.setattr(conditional, "HUGIN_ABOVE_CONDITIONING", len(kept) - 1)
+    many = Synthesizer("aim", epsilon=1.0, seed=0, conditional=True, rounds=3, **FAST)
+    list(many.run(small_private, schema=small_schema, public_columns=PUBLIC_COLS))
+    assert many.engine.estimator.oracle == "hugin"
+    assert many.engine.estimator.last_oracle == "hugin"
     plain = Synthesizer("vjam-pgm", epsilon=1.0, seed=0, rounds=3, **FAST)
     list(plain.run(small_private, schema=small_schema, public_columns=PUBLIC_COLS))
     assert plain.engine.estimator.oracle == "auto"
