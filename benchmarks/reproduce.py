@@ -1,6 +1,7 @@
 """Reproduce the seed papers' headline comparisons on ``../shared/data``:
 runs a resumable sweep (``synth_core.experiments``), then writes a plot (PNG)
-and a Markdown table of workload error against epsilon.
+and a Markdown table of workload error against epsilon (for the JAM figures
+followed by the paper's findings checked on the means, see docs/experiments.md).
 
 Figures:
 
@@ -137,6 +138,69 @@ def table(figure: str, store: ResultStore) -> list[dict]:
     return rows
 
 
+#: "close" in the JAM paper's "AIM close to JAM-PGM at epsilon 10": within this
+#: fraction of JAM-PGM's error
+CLOSE = 0.15
+PUBLIC_DATA = ("jam-pgm", "pmw-pub", "gem-pub", "public-only")
+PRIVATE_ONLY = ("aim", "gem")
+
+
+def findings(figure: str, rows: list[dict]) -> list[dict]:
+    """The seed paper's findings, checked on the table's means: one dict per
+    finding with ``holds`` (None while a needed cell is missing) and its evidence."""
+    means = {(r["dataset"], r["mechanism"], r["epsilon"]): r["mean"] for r in rows}
+    points = sorted({(d, e) for d, _, e in means})
+    out = []
+    if figure == "jam-adult":
+        below, missing = [], []
+        for d, e in points:
+            need = [(d, m, e) for m in ("jam-pgm", "pmw-pub", "gem-pub")]
+            if not all(k in means for k in need):
+                missing.append(f"{d} eps {e:g}")
+                continue
+            jam, pmw, gem = (means[k] for k in need)
+            below.append((f"{d} eps {e:g}", jam < min(pmw, gem)))
+        out.append(dict(finding="JAM-PGM below PMW-Pub and GEM-Pub at almost every point",
+                        holds=None if missing or not below else
+                        sum(ok for _, ok in below) >= len(below) - 1,
+                        points_below=sum(ok for _, ok in below), points=len(below),
+                        not_below=[p for p, ok in below if not ok], missing=missing))
+        pairs = {e: (means.get(("adult_pub100", "pmw-pub", e)), means.get(("adult_pub100", "jam-pgm", e)))
+                 for _, e in points}
+        full = {e: v for e, v in pairs.items() if None not in v}
+        out.append(dict(finding="PMW-Pub much worse with the 100%-female public data "
+                                "(at least twice JAM-PGM's error on adult_pub100)",
+                        holds=None if len(full) < len(pairs) or not full else
+                        all(pmw >= 2 * jam for pmw, jam in full.values()),
+                        pmw_pub_over_jam_pgm={f"{e:g}": pmw / jam for e, (pmw, jam) in full.items()},
+                        pmw_pub100_over_pmw_pub025={
+                            f"{e:g}": pmw / means[("adult_pub025", "pmw-pub", e)]
+                            for e, (pmw, _) in full.items() if ("adult_pub025", "pmw-pub", e) in means}))
+        at10 = {d: (means.get((d, "aim", 10.0)), means.get((d, "jam-pgm", 10.0)))
+                for d, e in points if e == 10.0}
+        full = {d: v for d, v in at10.items() if None not in v}
+        out.append(dict(finding=f"AIM close to JAM-PGM at epsilon 10 (within {CLOSE:.0%} of "
+                                "JAM-PGM's error)",
+                        holds=None if len(full) < len(at10) or not full else
+                        all(abs(aim - jam) <= CLOSE * jam for aim, jam in full.values()),
+                        aim_over_jam_pgm={d: aim / jam for d, (aim, jam) in full.items()}))
+    elif figure == "jam-titanic":
+        for d, e in points:
+            if e > 1:
+                continue
+            pub = {m: means[(d, m, e)] for m in PUBLIC_DATA if (d, m, e) in means}
+            priv = {m: means[(d, m, e)] for m in PRIVATE_ONLY if (d, m, e) in means}
+            complete = len(pub) == len(PUBLIC_DATA) and len(priv) == len(PRIVATE_ONLY)
+            out.append(dict(finding=f"public-data methods beat private-only ones ({d}, "
+                                    f"epsilon {e:g})",
+                            holds=(min(pub.values()) < min(priv.values())) if complete else None,
+                            beating_every_private_only=sorted(
+                                m for m, v in pub.items() if priv and v < min(priv.values())),
+                            not_beating=sorted(m for m, v in pub.items()
+                                               if priv and v >= min(priv.values()))))
+    return out
+
+
 def write_markdown(figure: str, rows: list[dict], path: Path) -> None:
     lines = [f"# {FIGURES[figure]['title']}", "",
              f"Workload error ({FIGURES[figure]['metric']}), mean over seeds [min, max]; "
@@ -158,7 +222,24 @@ def write_markdown(figure: str, rows: list[dict], path: Path) -> None:
                              f"(n={hit[0]['seeds']})" if hit else "–")
             lines.append(f"| {mech} | " + " | ".join(cells) + " |")
         lines.append("")
+    checks = findings(figure, rows)
+    if checks:
+        lines += ["## The paper's findings, checked on the means above", ""]
+        for f in checks:
+            verdict = {True: "holds", False: "FAILS", None: "not yet checkable"}[f["holds"]]
+            detail = "; ".join(f"{k}: {_short(v)}" for k, v in f.items()
+                               if k not in ("finding", "holds") and v not in ([], {}))
+            lines.append(f"- **{verdict}**: {f['finding']}" + (f" ({detail})" if detail else ""))
+        lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _short(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v:.2f}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)
 
 
 def plot(figure: str, rows: list[dict], path: Path) -> bool:
@@ -221,6 +302,8 @@ def main() -> None:
     rows = table(args.figure, store)
     for r in rows:
         emit(bench=f"reproduce-{args.figure}-summary", **r)
+    for f in findings(args.figure, rows):
+        emit(bench=f"reproduce-{args.figure}-finding", **f)
     figures = OUT / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     write_markdown(args.figure, rows, figures / f"{args.figure}.md")
