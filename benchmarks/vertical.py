@@ -37,7 +37,10 @@ Diagnostics for comparing two runs: every row carries
 ``error_by_public_count``, the error on ``W'`` split by how many public
 columns a marginal has (``"0"``: all private), and ``--trace DIR`` writes
 each run's round events (clique, source, sigma, rho, model size: the
-release part of the event) to ``DIR/<fraction>_<mechanism>_<eps>_<seed>.jsonl``.
+release part of the event) to ``DIR/<fraction>_<mechanism>_<eps>_<seed>.jsonl``;
+``--compare-traces FILE...`` summarises such files side by side.
+
+    python benchmarks/vertical.py --fractions 0.25 --compare-traces benchmarks/results/vertical_traces/0.25_*_10_0.jsonl
 """
 
 from __future__ import annotations
@@ -178,6 +181,36 @@ def by_public_count(errors: dict, workload, public: list[str]) -> dict[str, floa
     return {k: statistics.mean(v) for k, v in sorted(groups.items())}
 
 
+def trace_summary(events: list[dict], public: list[str]) -> dict:
+    """What a traced run measured after its initialisation: the private
+    marginals in order (with their noise sigma), how many touch the public
+    columns, the rounds in which sigma was halved, and the final model size."""
+    rounds = [e for e in events if e["round"] > 0]
+    private = [e for e in rounds if e["source"] == "private"]
+    sigmas = [e["sigma"] for e in private]
+    return {"rounds": len(rounds), "private_measurements": len(private),
+            "with_public_column": sum(bool(set(e["cliques"][0]) & set(public)) for e in private),
+            "by_size": {str(k): sum(len(e["cliques"][0]) == k for e in private) for k in (1, 2, 3)},
+            "sigma_halvings": sum(b < a for a, b in zip(sigmas, sigmas[1:])),
+            "first_sigma": sigmas[0] if sigmas else None, "last_sigma": sigmas[-1] if sigmas else None,
+            "model_size_mb": rounds[-1]["model_size_mb"] if rounds else None,
+            "measured": ["+".join(e["cliques"][0]) for e in private]}
+
+
+def compare_traces(paths: list[Path], fraction: float) -> None:
+    """One JSON line per traced run (see :func:`trace_summary`), then the
+    marginals each measured that the others did not."""
+    public = public_columns(fraction)
+    summaries = {path.stem: trace_summary([json.loads(l) for l in path.read_text().splitlines()
+                                           if l.strip()], public) for path in paths}
+    for name, summ in summaries.items():
+        emit(bench="vertical-trace", run=name, public_fraction=fraction, **summ)
+    for name, summ in summaries.items():
+        others = set().union(*(set(s["measured"]) for n, s in summaries.items() if n != name))
+        emit(bench="vertical-trace-only", run=name,
+             measured_only_here=sorted(set(summ["measured"]) - others))
+
+
 def key(r: dict) -> tuple:
     return (r["public_fraction"], r["mechanism"], r["epsilon"], r["seed"])
 
@@ -312,6 +345,9 @@ def main():
                          "vertical_memory.jsonl (its runs replace the same runs)")
     ap.add_argument("--trace", type=Path, default=None,
                     help="write each run's round events (release part) to DIR/<run>.jsonl")
+    ap.add_argument("--compare-traces", nargs="+", type=Path, metavar="TRACE",
+                    help="summarise these --trace files (the first --fractions value gives the "
+                         "public columns) and list what each measured alone")
     ap.add_argument("--one", nargs=4, metavar=("FRACTION", "MECHANISM", "EPSILON", "SEED"),
                     help=argparse.SUPPRESS)  # one run in this process (used internally)
     ap.add_argument("--also", nargs="*", type=float, default=[],
@@ -324,6 +360,8 @@ def main():
         return figure(merged)
     if args.markdown:
         return markdown(merged)
+    if args.compare_traces:
+        return compare_traces(args.compare_traces, args.fractions[0])
     require_shared()
     if args.one:
         frac, label, eps, seed = args.one

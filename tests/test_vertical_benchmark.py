@@ -29,3 +29,20 @@ def test_stored_labels_mark_every_non_default_setting():
         == "conditional-aim"
     assert vertical.stored_label("conditional-aim", 2.0, 100, 240) \
         == "conditional-aim@rho x2@fit_iters 100@rounds 240"
+
+
+def test_trace_summary_counts_what_a_run_measured():
+    def event(rnd, cliques, source="private", sigma=None, size=1.0):
+        return {"round": rnd, "cliques": cliques, "source": source, "sigma": sigma,
+                "model_size_mb": size}
+    events = [event(0, [["a"], ["x"]], "private+public", 10.0),
+              event(1, [["x", "y"]], sigma=10.0),
+              event(2, [["a", "x", "y"]], sigma=5.0),
+              event(3, [["y", "z"]], sigma=5.0, size=3.5)]
+    out = vertical.trace_summary(events, ["a", "b"])
+    assert out["rounds"] == 3 and out["private_measurements"] == 3
+    assert out["with_public_column"] == 1
+    assert out["by_size"] == {"1": 0, "2": 2, "3": 1}
+    assert out["sigma_halvings"] == 1
+    assert (out["first_sigma"], out["last_sigma"], out["model_size_mb"]) == (10.0, 5.0, 3.5)
+    assert out["measured"] == ["x+y", "a+x+y", "y+z"]
