@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import reproduce  # noqa: E402
@@ -69,3 +71,15 @@ def test_titanic_public_data_methods_against_private_only_ones():
     assert checks[1]["not_beating"] == ["gem-pub"]
     means[("titanic", "aim", 1.0)] = 0.4
     assert reproduce.findings("jam-titanic", rows_from(means))[1]["holds"] is False
+
+
+def test_worst_seed_margin_is_the_closest_gap_between_seed_ranges():
+    rows = rows_from(adult_means())
+    for r in rows:
+        r["min"], r["max"] = r["mean"] - 0.01, r["mean"] + 0.01
+    rows[0]["max"] = 0.195          # adult_pub025, JAM-PGM, epsilon 0.1: worst seed near PMW-Pub's
+    check = by_name(reproduce.findings("jam-adult", rows))[
+        "JAM-PGM below PMW-Pub and GEM-Pub at almost every point"]
+    (point, margin), = check["worst_seed_margin"].items()
+    assert rows[0]["dataset"] == "adult_pub025" and rows[0]["epsilon"] == 0.1
+    assert point == "adult_pub025 eps 0.1" and margin == pytest.approx(0.19 - 0.195)
