@@ -17,11 +17,11 @@ All: all-3-way workload, delta 1e-9, bounded DP, the mechanisms' paper
 defaults, epsilon in {0.1, 1, 10}, seeds 0-2. Each run is its own process
 (``isolate``), so a long sweep stays bounded in memory; results go to
 ``benchmarks/results/sweeps/<figure>/`` and stopping and restarting resumes.
-CPU time for three seeds on this 2-core machine (one run at a time; see
-docs/experiments.md): Titanic about 1 h, vertical Adult about 6 h, JAM
-Adult about 6 h (AIM and GEM run once: every split has the same private
-table), so run subsets with ``--mechanisms``/``--seeds`` and plot what is
-there.
+CPU time on this 2-core machine (one run at a time; see
+docs/experiments.md): Titanic about 1 h for three seeds, JAM Adult 5.1 h
+for three seeds (AIM and GEM run once: every split has the same private
+table), vertical Adult about 7 h per seed, so run subsets with
+``--mechanisms``/``--seeds`` and plot what is there.
 
     python benchmarks/reproduce.py jam-titanic
     python benchmarks/reproduce.py jam-adult --mechanisms jam-pgm aim --seeds 0
