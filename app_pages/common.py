@@ -57,6 +57,13 @@ def sync_widgets(group: str, token, values: dict) -> None:
     was not drawn in the last run, e.g. the rounds box of a mechanism without
     rounds, or a run cut short by the user's next click) is refilled alone, so
     the choices the user has made but not saved yet stay.
+
+    Pages also pass the same ``values`` as the widgets' own defaults (``value=``,
+    ``index=``). Streamlit tells the browser a session-state value only in the run
+    that set it; a browser that mounts the widget afresh later (e.g. after that
+    run was cut short under load) falls back to the widget's default. With the
+    saved setting as default, such a widget shows the saved value instead of its
+    minimum, and Save cannot store minimums the user never chose.
     """
     marker = f"_sync_{group}"
     fresh = st.session_state.get(marker) != token

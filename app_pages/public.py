@@ -20,7 +20,7 @@ modes = {"none": "No public rows", "table": "Upload a public table",
          "flag": "A true/false column of the loaded table", "filter": "A filter on the loaded table"}
 sync_widgets("public_mode", (wb.loads, wb.public_mode), {"public_mode": wb.public_mode})
 mode = st.radio("Where the public rows come from", list(modes), format_func=modes.get,
-                horizontal=True, key="public_mode")
+                index=list(modes).index(wb.public_mode), horizontal=True, key="public_mode")
 
 if mode == "none":
     if wb.public_mode != "none" and st.button("Remove the public rows", key="clear_public"):
@@ -71,7 +71,9 @@ st.caption("Columns known for every record (e.g. published census attributes). T
            "then protects the remaining columns only.")
 sync_widgets("public_columns", (wb.loads, wb.public_columns),
              {"public_columns": list(wb.public_columns)})
-chosen = st.multiselect("Public columns", list(wb.schema.names), key="public_columns")
+chosen = st.multiselect("Public columns", list(wb.schema.names),
+                        default=[c for c in wb.public_columns if c in wb.schema.names],
+                        key="public_columns")
 if tuple(chosen) != wb.public_columns:
     if attempt(wb.set_public_columns, chosen):
         st.rerun()

@@ -69,28 +69,31 @@ if submitted:
 
 st.subheader("Privacy budget and mechanism")
 mech_names = list(MECHANISMS)
-sync_widgets("settings", s, {
+saved = {   # the saved settings: what every widget below shows until changed
     "mechanism": s.mechanism if s.mechanism in mech_names else mech_names[0],
     "epsilon": min(EPSILON_GRID, key=lambda e: abs(e - s.epsilon)),
     "delta": min(DELTA_GRID, key=lambda d: abs(d - s.delta)),
     "neighbours": s.neighbours,
     "rounds_default": s.rounds is None,
     "rounds": int(s.rounds or mechanism_parameters(s.mechanism).get("rounds") or 16 * len(names)),
-    "max_model_size": float(s.max_model_size),
+    "max_model_size": min(max(float(s.max_model_size), 0.1), 10000.0),   # the box's range
     "fit_iters_default": s.fit_iters is None,
     "fit_iters": int(s.round_fit_iters),
     "final_fit_iters": int(s.final_fit_iters),
     "run_mode": s.run_mode,
     "seed": int(s.seed or 0),
-})
-mech = st.selectbox("Mechanism", mech_names, key="mechanism",
+}
+sync_widgets("settings", s, saved)
+mech = st.selectbox("Mechanism", mech_names, index=mech_names.index(saved["mechanism"]),
+                    key="mechanism",
                     help="Every mechanism of synth_core; new ones appear here as they land.")
 st.caption(mechanism_description(mech))
 m1, m2 = st.columns([3, 1])
 run_mode = m1.radio("Run mode", list(MODE_LABELS), format_func=MODE_LABELS.get, key="run_mode",
+                    index=list(MODE_LABELS).index(saved["run_mode"]),
                     help="Where the noise comes from; saved with *Save settings* below. Both "
                          "modes charge the same privacy budget.")
-seed = m2.number_input("Seed (research mode only)", min_value=0, key="seed",
+seed = m2.number_input("Seed (research mode only)", min_value=0, value=saved["seed"], key="seed",
                        disabled=run_mode == "release",
                        help="The same seed, data and settings give the same run, draw for draw.")
 st.caption("A new session starts in **release** mode: what you download from this workbench is "
@@ -102,9 +105,12 @@ st.caption("A new session starts in **release** mode: what you download from thi
 params = mechanism_parameters(mech)
 with st.form("budget_form"):
     c1, c2, c3 = st.columns(3)
-    eps = c1.select_slider("Epsilon (log scale)", EPSILON_GRID, key="epsilon")
-    delta = c2.select_slider("Delta", DELTA_GRID, format_func=lambda d: f"{d:g}", key="delta")
+    eps = c1.select_slider("Epsilon (log scale)", EPSILON_GRID, value=saved["epsilon"],
+                           key="epsilon")
+    delta = c2.select_slider("Delta", DELTA_GRID, format_func=lambda d: f"{d:g}",
+                             value=saved["delta"], key="delta")
     neighbours = c3.radio("Neighbouring datasets", ["bounded", "unbounded"], key="neighbours",
+                          index=["bounded", "unbounded"].index(saved["neighbours"]),
                           help="bounded: replace one record (n public; JAM-PGM's setting); "
                                "unbounded: add/remove one record (AIM's setting).")
     st.markdown("**Hyper-parameters** (the papers' defaults unless changed)")
@@ -113,23 +119,26 @@ with st.form("budget_form"):
     if "rounds" in params:
         use_default = h1.checkbox(
             f"Paper default rounds ({rounds_default})" if rounds_default else
-            "Paper default rounds (set by the mechanism)", key="rounds_default")
-        rounds = h1.number_input("Rounds T", min_value=1, max_value=10000, key="rounds")
+            "Paper default rounds (set by the mechanism)", value=saved["rounds_default"],
+            key="rounds_default")
+        rounds = h1.number_input("Rounds T", min_value=1, max_value=10000,
+                                 value=saved["rounds"], key="rounds")
     else:
         use_default, rounds = True, None
     size = h2.number_input("Max model size (MB)", min_value=0.1, max_value=10000.0,
-                           key="max_model_size", disabled="max_model_size" not in params)
+                           value=saved["max_model_size"], key="max_model_size",
+                           disabled="max_model_size" not in params)
     fit_default = h3.checkbox(
         f"Default fit iterations ({MECHANISMS[mech].fit_iters})",
-        key="fit_iters_default",
+        value=saved["fit_iters_default"], key="fit_iters_default",
         help="Up to 1000 mirror-descent iterations per round for AIM, as its authors (its "
              "annealing test needs a fit that has moved as far as it will), 100 for the others. "
              "A fit also stops once it has converged. vJAM-PGM with many public columns at "
              "large epsilon gains from 1,000 (docs/mechanisms.md).")
     fit_iters = h3.number_input("Fit iterations per round", min_value=1, max_value=10000,
-                                key="fit_iters")
+                                value=saved["fit_iters"], key="fit_iters")
     final_iters = h4.number_input("Final fit iterations", min_value=1, max_value=100000,
-                                  key="final_fit_iters")
+                                  value=saved["final_fit_iters"], key="final_fit_iters")
     extra = {k: v for k, v in params.items() if k not in ("rounds", "max_model_size")
              and isinstance(v, (int, float))}
     options = {}

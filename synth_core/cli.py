@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "are sampled from the model, conditioned on them")
     src.add_argument("--condition-max-mb", type=float, default=None, metavar="MB",
                      help="with --conditional: bound (MB of junction tree) on the exact public "
-                          "marginals the model is fitted with (default: 10); the report lists "
-                          "those left out")
+                          "marginals the model is fitted with (default: 10, capped at the max "
+                          "model size); the report lists those left out")
     src.add_argument("--backend", default="memory", choices=["memory", "duckdb", "spark"],
                      help="where the private marginals are counted: memory (numpy, loads the "
                           "table; default), duckdb (counts a .parquet/.csv file out of core "

@@ -57,6 +57,19 @@ CONDITION_MAX_MB = 10.0
 HUGIN_ABOVE_CONDITIONING = 20
 
 
+def effective_condition_bound(condition_max_mb: float, max_model_size: float) -> float:
+    """The bound the conditioning marginals get: ``condition_max_mb`` capped at
+    ``max_model_size`` (they are part of the model, so a larger bound could never
+    be used). A model size below the 10 MB default therefore needs no second
+    setting; a bound that is not positive is an error."""
+    if not condition_max_mb > 0:
+        raise ConfigError(f"condition_max_mb must be a positive number of MB, got "
+                          f"{condition_max_mb!r}.",
+                          hint="It bounds the exact public marginals a conditional model is "
+                               f"fitted with (default {CONDITION_MAX_MB:g} MB).")
+    return float(min(condition_max_mb, max_model_size))
+
+
 def conditional_workload(workload: Workload, public: Sequence[str]) -> Workload:
     """The workload of marginals with at least one private column (seed 002's ``W'``)."""
     pub = set(public)
@@ -153,10 +166,8 @@ class ConditionalSetup:
                               hint="Turn on conditional generation (CLI --conditional, option "
                                    "conditional=True), choose vjam-pgm, or run without public "
                                    "columns.")
-        if not 0 < condition_max_mb <= max_model_size:
-            raise ConfigError(f"condition_max_mb must lie in (0, max_model_size = "
-                              f"{max_model_size:g}] MB, got {condition_max_mb!r}.")
-        return ConditionalSetup(name, cols, bool(conditional), float(condition_max_mb))
+        return ConditionalSetup(name, cols, bool(conditional),
+                                effective_condition_bound(condition_max_mb, max_model_size))
 
     @property
     def active(self) -> bool:

@@ -283,6 +283,33 @@ def test_budget_form_keeps_unsaved_choices_when_a_widget_disappears():
     at.selectbox(key="mechanism").set_value("jam-pgm").run()
     assert at.checkbox(key="rounds_default").value and not errors(at)
 
+def test_budget_form_widgets_default_to_the_saved_settings():
+    """A browser that mounts the budget form afresh, without widget state (the
+    run that sent the session-state values was cut short under load), shows
+    each widget's own default. Those defaults are the saved settings, so a Save
+    cannot store minimums the user never chose (epsilon 0.01, 0.1 MB), which
+    the browser test once caught. A model size under the 10 MB conditioning
+    bound saves too (it used to fail with an error about condition_max_mb)."""
+    from synth_core.workbench import EPSILON_GRID
+
+    at = go(load_titanic(new_app()), "app_pages/workload.py")
+    wb = at.session_state["wb"]
+    at.select_slider(key="epsilon").set_value(10.0)
+    at.number_input(key="max_model_size").set_value(5.0)
+    at.checkbox(key="fit_iters_default").uncheck()
+    at.number_input(key="fit_iters").set_value(30)
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert not errors(at) and "Settings saved." in texts(at)
+    s = wb.settings
+    assert (s.mechanism, s.epsilon, s.max_model_size, s.fit_iters) == ("jam-pgm", 10.0, 5.0, 30)
+    at.run()   # a later run: Streamlit sends no session-state value any more
+    assert at.number_input(key="max_model_size").proto.default == 5.0
+    assert at.number_input(key="fit_iters").proto.default == 30
+    assert [EPSILON_GRID[int(i)] for i in at.select_slider(key="epsilon").proto.default] == [10.0]
+    assert at.checkbox(key="fit_iters_default").proto.default is False
+    assert at.checkbox(key="rounds_default").proto.default is True
+
+
 def test_run_page_runs_in_background_and_release_page_downloads():
     at = go(load_titanic(new_app()), "app_pages/workload.py")
     wb = at.session_state["wb"]

@@ -154,7 +154,8 @@ def test_main_path(server, browser):
     # small settings so the run takes seconds; research mode, seed 0 (the same rounds every time)
     _goto(page, "Workload and budget")
     # let the page's first (cold, slow) run finish before touching a widget: a click
-    # during it can leave the budget form at its minimum values (an open app bug)
+    # during it can make the browser mount the budget form afresh, at the widgets'
+    # defaults (the saved settings since the fix; they were the minimums before)
     page.get_by_role("button", name="Save settings").wait_for()
     page.get_by_text("What-if preview (zero privacy cost)").wait_for()
     page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()

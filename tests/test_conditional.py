@@ -174,6 +174,23 @@ def test_a_tight_bound_drops_public_marginals_and_says_so(small_private, small_s
         assert result.synthetic[c].tolist() == small_private[c].tolist()
 
 
+def test_the_bound_follows_a_small_model_size(small_private, small_schema):
+    """The 10 MB default bound is capped at the maximum model size: a model size
+    below 10 MB needs no second setting (it used to fail every Private-PGM
+    mechanism, conditional or not, with an error about condition_max_mb)."""
+    from synth_core.mechanisms import MECHANISMS
+
+    for name in ("aim", "jam-pgm", "vjam-pgm"):
+        MECHANISMS[name](max_model_size=5.0)      # builds; no error about the bound
+    assert conditional.effective_condition_bound(10.0, 5.0) == 5.0
+    assert conditional.effective_condition_bound(2.0, 5.0) == 2.0
+    result, _ = run(small_private, small_schema, "aim", conditional=True, rounds=4,
+                    max_model_size=0.001)
+    cond = result.report["conditional_generation"]
+    assert cond["condition_max_mb"] == 0.001
+    assert 0 < cond["conditioning_model_mb"] <= 0.001
+
+
 def test_without_public_columns_conditional_aim_is_plain_aim(small_private, small_schema):
     with pytest.warns(RunWarning, match="nothing to condition on"):
         cond, _ = run(small_private, small_schema, "aim", conditional=True, rounds=8,
@@ -200,7 +217,7 @@ def test_conditional_errors_are_specific(small_private, small_schema):
         run(small_private, small_schema, "aim", rounds=4)   # public columns, not conditional
     with pytest.raises(ConfigError, match="bounded DP"):
         run(small_private, small_schema, "aim", conditional=True, rounds=4, neighbours="unbounded")
-    with pytest.raises(ConfigError, match="condition_max_mb"):
+    with pytest.raises(ConfigError, match="condition_max_mb must be a positive"):
         run(small_private, small_schema, "aim", conditional=True, rounds=4, condition_max_mb=0)
 
 
