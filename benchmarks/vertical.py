@@ -41,6 +41,13 @@ release part of the event) to ``DIR/<fraction>_<mechanism>_<eps>_<seed>.jsonl``;
 ``--compare-traces FILE...`` summarises such files side by side.
 
     python benchmarks/vertical.py --fractions 0.25 --compare-traces benchmarks/results/vertical_traces/0.25_*_10_0.jsonl
+
+Sampling. Conditional runs record ``sampling`` (``synth_core.conditional.
+CONDITIONAL_SAMPLING``: systematic draws) and score the same fitted model a
+second time with independent per-record draws: ``error_private_iid`` and
+``error_by_public_count_iid`` give the sampling step's share of the error
+without a second fit. Conditional rows stored before the systematic draws
+(no ``sampling`` field) are read as ``<mechanism>@iid sampling``.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from common import DATA, ROOT, cpu_seconds, emit, peak_rss_mb, require_shared
 
@@ -65,6 +74,8 @@ MECHANISMS = {
     "conditional-vjam-pgm": ("vjam-pgm", True),
 }
 RESULTS = ROOT / "benchmarks" / "results" / "vertical.jsonl"
+#: the label suffix of conditional runs made with independent per-record draws
+IID_SUFFIX = "@iid sampling"
 #: the runs of the memory target (Conditional AIM and vJAM-PGM, 75% public columns),
 #: made with the fit-memory bounds of synth_core.model and conditional.fit_oracle:
 #:   python benchmarks/vertical.py --results benchmarks/results/vertical_memory.jsonl \
@@ -109,7 +120,7 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     """One run; for plain AIM also the rows of the ``also`` fractions (the same
     synthetic data scored on their ``W'``; ``shared_run`` names the fraction run)."""
     from synth_core import Synthesizer
-    from synth_core.conditional import conditional_workload
+    from synth_core.conditional import CONDITIONAL_SAMPLING, conditional_workload
     from synth_core.evaluate import per_marginal_errors
     from synth_core.privacy import cdp_epsilon, rho_from_epsilon_delta
     from synth_core.schema import load_schema
@@ -150,6 +161,7 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     private, synthetic = res.inputs.data.private, res.synthetic_table
     cond = res.report.get("conditional_generation") or {}
     errors = per_marginal_errors(private, synthetic, res.workload)
+    iid_errors = resampled_iid_errors(res) if res.model is not None and cond else None
     shared = dict(bench="vertical", data="adult",
                   mechanism=label_stored, epsilon=nominal, seed=seed,
                   rho_scale=rho_scale, epsilon_run=epsilon,
@@ -161,7 +173,8 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
                   conditioning_marginals=len(cond.get("conditioning_marginals", [])),
                   conditioning_dropped=len(cond.get("conditioning_marginals_dropped", [])),
                   fit_iters=synth.config.round_fit_iters,
-                  fit_oracle=synth.engine.estimator.last_oracle, peak_rss_mb=peak_rss_mb())
+                  fit_oracle=synth.engine.estimator.last_oracle, peak_rss_mb=peak_rss_mb(),
+                  **({"sampling": CONDITIONAL_SAMPLING} if cond else {}))
     out = []
     for f in (fraction, *also):
         cols = public_columns(f)
@@ -169,8 +182,29 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         out.append(dict(shared, public_fraction=f, public_columns=cols,
                         error_private=statistics.mean(errors[cl] for cl in restricted.cliques),
                         error_by_public_count=by_public_count(errors, restricted, cols),
-                        **({"shared_run": fraction} if f != fraction else {})))
+                        **({"shared_run": fraction} if f != fraction else {}),
+                        **({} if iid_errors is None else dict(
+                            error_private_iid=statistics.mean(iid_errors[cl]
+                                                              for cl in restricted.cliques),
+                            error_by_public_count_iid=by_public_count(iid_errors, restricted,
+                                                                      cols)))))
     return out
+
+
+def resampled_iid_errors(res) -> dict:
+    """Per-marginal errors of the same fitted model's output drawn with independent
+    per-record draws (``method="iid"``, the sampler before systematic draws):
+    the sampling step's share of the error, on the same fit."""
+    from synth_core.backends.inputs import own_public_codes
+    from synth_core.conditional import generate_conditionally
+    from synth_core.evaluate import per_marginal_errors
+    from synth_core.marginals import CodedTable
+
+    public = tuple(res.report["conditional_generation"]["conditioned_on"])
+    codes = generate_conditionally(res.model, own_public_codes(res.inputs, public), public,
+                                   np.random.default_rng([res.config.seed or 0, 2]), method="iid")
+    table = CodedTable.from_frame(codes, res.inputs.schema.sizes)
+    return per_marginal_errors(res.inputs.data.private, table, res.workload)
 
 
 def by_public_count(errors: dict, workload, public: list[str]) -> dict[str, float]:
@@ -222,9 +256,18 @@ def read_rows(*paths: Path) -> list[dict]:
         if path.exists():
             for line in path.read_text().splitlines():
                 if line.strip():
-                    r = json.loads(line)
+                    r = with_sampling_label(json.loads(line))
                     rows[key(r)] = r
     return list(rows.values())
+
+
+def with_sampling_label(row: dict) -> dict:
+    """A conditional run stored before the systematic draws (its row has no
+    ``sampling`` field) drew every record independently: it is a result of
+    ``<mechanism>@iid sampling``, not of the current default."""
+    if not row["mechanism"].startswith("conditional-") or "sampling" in row:
+        return row
+    return dict(row, mechanism=row["mechanism"] + IID_SUFFIX, sampling="iid")
 
 
 def done_keys(path: Path) -> set:
@@ -281,8 +324,10 @@ def summary(paths: list[Path]) -> None:
 TABLE_COLUMNS = [("aim", "AIM"), ("aim@fit_iters 100", "AIM, 100 it."),
                  ("vjam-pgm", "vJAM-PGM"), ("vjam-pgm@fit_iters 1000", "vJAM-PGM, 1,000 it."),
                  ("conditional-aim", "Cond. AIM"),
-                 ("conditional-aim@fit_iters 100", "Cond. AIM, 100 it."),
-                 ("conditional-vjam-pgm", "Cond. vJAM-PGM")]
+                 ("conditional-aim" + IID_SUFFIX, "Cond. AIM, iid draws"),
+                 ("conditional-aim@fit_iters 100" + IID_SUFFIX, "Cond. AIM, 100 it., iid draws"),
+                 ("conditional-vjam-pgm", "Cond. vJAM-PGM"),
+                 ("conditional-vjam-pgm" + IID_SUFFIX, "Cond. vJAM-PGM, iid draws")]
 
 
 def markdown(paths: list[Path]) -> None:
@@ -290,6 +335,8 @@ def markdown(paths: list[Path]) -> None:
     seeds and peak MiB per mechanism; "100 it." columns are AIM runs with 100
     fit iterations per round (the default before AIM got its authors' 1,000),
     "vJAM-PGM, 1,000 it." vJAM-PGM with 1,000 instead of its default 100;
+    "iid draws" conditional runs made before the systematic draws (each
+    record's private values drawn independently);
     "lowest" is among the four mechanisms at their defaults."""
     rows = read_rows(*paths)
     groups: dict = {}

@@ -19,6 +19,18 @@ same public values (restricted to a connected part of the tree) share their
 messages, so the work grows with the number of distinct public patterns and
 the size of the cliques' *private* parts, not with the public columns.
 
+**Low-variance draws.** Records that share a table row (the same public
+pattern and, further down the tree, the same values already drawn) are
+drawn together by systematic sampling: for ``m`` such records the points
+``(u + j) / m``, ``j = 0..m-1`` (one uniform ``u`` per group), are put through
+the row's inverse CDF and handed to the records in a random order. Each
+record's point is still uniform on ``[0, 1)``, so each record's values have
+exactly the model's conditional distribution; but each group's counts are
+the expected counts rounded up or down, instead of multinomial. It is the
+conditional counterpart of ``mbi``'s own randomized rounding, which plain
+(unconditional) sampling uses. :data:`CONDITIONAL_SAMPLING` chooses it;
+``"iid"`` (independent draws per record) is kept for comparisons.
+
 **Conditioning marginals.** Which public structure the model learns is
 decided before fitting: :func:`conditioning_marginals` picks the exact public
 marginals (free) that enter the fit, under a size bound, and reports the ones
@@ -48,6 +60,11 @@ Clique = tuple[str, ...]
 
 #: Cells of the per-pattern tables held at once while sampling (2^23 cells = 64 MB).
 SAMPLING_BLOCK_CELLS = 2 ** 23
+#: How conditional generation draws the records that share a table row:
+#: ``"systematic"`` (counts rounded from the expected counts, see the module
+#: doc) or ``"iid"`` (an independent draw per record).
+CONDITIONAL_SAMPLING = "systematic"
+SAMPLING_METHODS = ("systematic", "iid")
 #: Default bound (MB of junction tree) on the exact public marginals a
 #: conditional model is fitted with.
 CONDITION_MAX_MB = 10.0
@@ -262,10 +279,11 @@ class UsesPublicColumns:
 
 
 def generate_conditionally(model: FittedModel, codes: pd.DataFrame, public: Sequence[str],
-                           rng: np.random.Generator) -> pd.DataFrame:
+                           rng: np.random.Generator,
+                           method: str = CONDITIONAL_SAMPLING) -> pd.DataFrame:
     """Synthetic codes: each record's public codes kept, its private codes drawn from the model."""
     drawn = sample_private_given_public(model.marginals, {c: codes[c].to_numpy() for c in public},
-                                        rng)
+                                        rng, method=method)
     return pd.DataFrame({c: np.asarray(drawn[c] if c in drawn else codes[c].to_numpy(),
                                        dtype=np.int64) for c in model.sizes})
 
@@ -278,8 +296,25 @@ def _flat_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray
     return index
 
 
-def _draw(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One category per row of ``weights`` (rows of non-negative weights), by inverse CDF."""
+def systematic_points(groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One point in ``[0, 1)`` per entry of ``groups``: within each group of ``m``
+    equal keys the points ``(u + j) / m`` for ``j = 0..m-1`` (one uniform ``u``
+    per group) in a random order, so every point is uniform on ``[0, 1)`` and
+    each group's points are evenly spread."""
+    n = len(groups)
+    order = np.lexsort((rng.random(n), groups))
+    ordered = groups[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if n else np.zeros(0, int)
+    counts = np.diff(np.r_[starts, n])
+    rank = np.arange(n) - np.repeat(starts, counts)
+    points = np.empty(n)
+    points[order] = (np.repeat(rng.random(len(starts)), counts) + rank) / np.repeat(counts, counts)
+    return points
+
+
+def _draw(weights: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """One category per row of ``weights`` (rows of non-negative weights): the
+    inverse CDF at that row's point in ``[0, 1)``."""
     cum = np.cumsum(weights, axis=1)
     total = cum[:, -1]
     if not np.all(np.isfinite(total)) or np.any(total <= 0):
@@ -287,8 +322,8 @@ def _draw(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
                           "it cannot be sampled conditionally.",
                           hint="Fit the model with the public 1-way marginals (conditional "
                                "mechanisms do this), or report this as a bug.")
-    u = rng.random(len(weights)) * total
-    idx = (cum < u[:, None]).sum(axis=1)
+    u = points * total
+    idx = (cum <= u[:, None]).sum(axis=1)
     return np.minimum(idx, weights.shape[1] - 1)
 
 
@@ -311,18 +346,24 @@ class _Node:
 
 def sample_private_given_public(marginals: ModelMarginals, public_codes: Mapping[str, np.ndarray],
                                 rng: np.random.Generator,
-                                block_cells: int = SAMPLING_BLOCK_CELLS) -> dict[str, np.ndarray]:
+                                block_cells: int = SAMPLING_BLOCK_CELLS,
+                                method: str = CONDITIONAL_SAMPLING) -> dict[str, np.ndarray]:
     """Draw each record's private columns from ``p(x_Q | x_P)`` (exactly, see the module doc).
 
     Args:
         marginals: the fitted model's calibrated junction tree.
         public_codes: the public columns' codes, one array per column, one entry per record.
         rng: the generator (the run's seed fixes the output).
+        method: ``"systematic"`` (records sharing a table row drawn together, see
+            the module doc) or ``"iid"``.
 
     Returns:
         the private columns' codes, one array per column (every column of the
         model not in ``public_codes``).
     """
+    if method not in SAMPLING_METHODS:
+        raise ConfigError(f"Unknown sampling method {method!r}.",
+                          hint="Use one of: " + ", ".join(SAMPLING_METHODS) + ".")
     sizes = marginals.sizes
     public = set(public_codes)
     unknown = public - set(sizes)
@@ -347,7 +388,7 @@ def sample_private_given_public(marginals: ModelMarginals, public_codes: Mapping
             table, labels = marginals._conditional(nd, parents.get(nd), frozenset(nd))
             prepared[nd] = _Node(table, labels, parents.get(nd, ()), public, sizes)
         drawn = _sample_component(order, parents, children, prepared, public_codes, sizes, n,
-                                  rng, block_cells)
+                                  rng, block_cells, method == "systematic")
         out.update(drawn)
     for c in sizes:  # a private column in no clique: the model is uniform on it
         if c not in public and c not in out:
@@ -356,7 +397,7 @@ def sample_private_given_public(marginals: ModelMarginals, public_codes: Mapping
 
 
 def _sample_component(order, parents, children, prepared, public_codes, sizes, n, rng,
-                      block_cells) -> dict[str, np.ndarray]:
+                      block_cells, systematic: bool) -> dict[str, np.ndarray]:
     ev_vars = sorted({c for nd in order for c in prepared[nd].ev})
     if ev_vars:
         keys = np.stack([public_codes[c] for c in ev_vars], axis=1)
@@ -404,7 +445,9 @@ def _sample_component(order, parents, children, prepared, public_codes, sizes, n
                     continue
                 up_idx = _flat_index([drawn[c][r] for c in node.up], [sizes[c] for c in node.up]) \
                     if node.up else np.zeros(len(r), dtype=np.int64)
-                k = _draw(local[nd][pat, up_idx, :], rng)
+                points = systematic_points(pat * node.up_cells + up_idx, rng) if systematic \
+                    else rng.random(len(r))
+                k = _draw(local[nd][pat, up_idx, :], points)
                 for c, v in zip(node.rest, np.unravel_index(k, [sizes[c] for c in node.rest])):
                     drawn[c][r] = v
     return drawn

@@ -73,6 +73,41 @@ def test_conditional_sampling_is_reproducible(small_model):
     assert all(np.array_equal(one[c], two[c]) for c in one)
 
 
+def test_records_sharing_public_values_get_rounded_counts():
+    """Systematic draws: the records with the same public value get the model's
+    expected counts of each private value rounded up or down (iid draws miss them
+    by about the binomial spread), and each record's point is uniform."""
+    rng = np.random.default_rng(3)
+    sizes = {"a": 3, "b": 4}
+    data = pd.DataFrame({"a": rng.integers(0, 3, 500)})
+    data["b"] = (data["a"] + rng.integers(0, 3, 500)) % 4
+    table = CodedTable.from_frame(data, sizes)
+    model = PGMEstimator(sizes, max_iters=200).fit(
+        [FitMeasurement(("a", "b"), table.marginal(("a", "b")), 1.0)], 500)
+    joint = model.marginals.probability(("a", "b"))
+    evidence = {"a": np.repeat(np.arange(3), [997, 1000, 1503])}
+    gaps = {}
+    for method in ("systematic", "iid"):
+        drawn = sample_private_given_public(model.marginals, evidence, np.random.default_rng(4),
+                                            method=method)["b"]
+        gaps[method] = max(
+            np.abs(np.bincount(drawn[evidence["a"] == a], minlength=4)
+                   - m * joint[a] / joint[a].sum()).max()
+            for a, m in enumerate((997, 1000, 1503)))
+    assert gaps["systematic"] < 1 < gaps["iid"]
+    # the points: evenly spread within each group, uniform for every record
+    groups = np.repeat([5, 2, 9], [4, 7, 1])
+    points = conditional.systematic_points(groups, np.random.default_rng(0))
+    for g, m in ((5, 4), (2, 7), (9, 1)):
+        gaps_ = np.diff(np.sort(points[groups == g]))
+        assert len(gaps_) == m - 1 and np.allclose(gaps_, 1 / m)
+    many = np.array([conditional.systematic_points(groups, np.random.default_rng(i))[0]
+                     for i in range(4000)])
+    assert abs(many.mean() - 0.5) < 0.02 and abs((many < 0.25).mean() - 0.25) < 0.03
+    with pytest.raises(ConfigError, match="Unknown sampling method"):
+        sample_private_given_public(model.marginals, evidence, rng, method="round")
+
+
 def test_conditioning_bound_keeps_oneways_and_reports_what_it_drops():
     cols = ["p1", "p2", "p3", "p4", "q"]
     sizes = {"p1": 30, "p2": 30, "p3": 30, "p4": 30, "q": 2}

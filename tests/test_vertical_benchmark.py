@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -46,3 +47,19 @@ def test_trace_summary_counts_what_a_run_measured():
     assert out["sigma_halvings"] == 1
     assert (out["first_sigma"], out["last_sigma"], out["model_size_mb"]) == (10.0, 5.0, 3.5)
     assert out["measured"] == ["x+y", "a+x+y", "y+z"]
+
+
+def test_conditional_rows_without_a_sampling_field_read_as_iid(tmp_path):
+    """Rows stored before the systematic draws are kept apart from the new default."""
+    rows = tmp_path / "rows.jsonl"
+    base = dict(public_fraction=0.25, epsilon=10.0, seed=0, error_private=0.1)
+    rows.write_text("\n".join(json.dumps(dict(base, **extra)) for extra in (
+        {"mechanism": "conditional-aim"},
+        {"mechanism": "conditional-aim", "sampling": "systematic"},
+        {"mechanism": "conditional-vjam-pgm@fit_iters 100"},
+        {"mechanism": "aim"})) + "\n")
+    labels = sorted(r["mechanism"] for r in vertical.read_rows(rows))
+    assert labels == ["aim", "conditional-aim", "conditional-aim@iid sampling",
+                      "conditional-vjam-pgm@fit_iters 100@iid sampling"]
+    assert vertical.done_keys(rows) >= {(0.25, "conditional-aim", 10.0, 0),
+                                        (0.25, "conditional-aim@iid sampling", 10.0, 0)}
