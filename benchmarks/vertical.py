@@ -207,6 +207,35 @@ def resampled_iid_errors(res) -> dict:
     return per_marginal_errors(res.inputs.data.private, table, res.workload)
 
 
+def sampling_floor(fractions: list[float], seeds: list[int]) -> None:
+    """One JSON line per fraction and seed: the L1 error (normalised, as the
+    workload error) of a multinomial sample of ``n`` records drawn from each
+    all-3-way marginal of Adult itself, by number of public columns on ``W'``."""
+    import pandas as pd
+
+    from synth_core.conditional import conditional_workload
+    from synth_core.marginals import CodedTable
+    from synth_core.schema import load_schema
+    from synth_core.workload import parse_workload
+
+    schema = load_schema(DATA / "adult" / "domain.json")
+    table = CodedTable.from_frame(schema.encode(pd.read_csv(DATA / "adult" / "adult.csv")),
+                                  schema.sizes)
+    workload = parse_workload("all-3way", list(schema.sizes))
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        errors = {}
+        for cl in workload.cliques:
+            q = table.marginal(cl).ravel()
+            errors[cl] = float(np.abs(rng.multinomial(table.n, q / q.sum()) - q).sum() / table.n)
+        for f in fractions:
+            cols = public_columns(f)
+            restricted = conditional_workload(workload, cols)
+            emit(bench="vertical-sampling-floor", public_fraction=f, seed=seed, n=table.n,
+                 error_private=statistics.mean(errors[cl] for cl in restricted.cliques),
+                 error_by_public_count=by_public_count(errors, restricted, cols))
+
+
 def by_public_count(errors: dict, workload, public: list[str]) -> dict[str, float]:
     """Mean error of the workload's marginals by their number of public columns."""
     groups: dict = {}
@@ -395,6 +424,10 @@ def main():
     ap.add_argument("--compare-traces", nargs="+", type=Path, metavar="TRACE",
                     help="summarise these --trace files (the first --fractions value gives the "
                          "public columns) and list what each measured alone")
+    ap.add_argument("--sampling-floor", action="store_true",
+                    help="print the error of a multinomial sample of n records drawn from "
+                         "Adult's own 3-way marginals, on each fraction's W' by number of "
+                         "public columns (what independent draws add even to a perfect model)")
     ap.add_argument("--one", nargs=4, metavar=("FRACTION", "MECHANISM", "EPSILON", "SEED"),
                     help=argparse.SUPPRESS)  # one run in this process (used internally)
     ap.add_argument("--also", nargs="*", type=float, default=[],
@@ -409,6 +442,8 @@ def main():
         return markdown(merged)
     if args.compare_traces:
         return compare_traces(args.compare_traces, args.fractions[0])
+    if args.sampling_floor:
+        return sampling_floor(args.fractions, args.seeds)
     require_shared()
     if args.one:
         frac, label, eps, seed = args.one
