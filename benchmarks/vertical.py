@@ -48,6 +48,9 @@ second time with independent per-record draws: ``error_private_iid`` and
 ``error_by_public_count_iid`` give the sampling step's share of the error
 without a second fit. Conditional rows stored before the systematic draws
 (no ``sampling`` field) are read as ``<mechanism>@iid sampling``.
+``error_private_model`` and ``error_by_public_count_model`` score the
+fitted model's expected output instead of the one synthetic table (see
+:func:`own_output_errors`): how the models compare without sampling noise.
 """
 
 from __future__ import annotations
@@ -162,6 +165,7 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     cond = res.report.get("conditional_generation") or {}
     errors = per_marginal_errors(private, synthetic, res.workload)
     iid_errors = resampled_iid_errors(res) if res.model is not None and cond else None
+    model_errors = own_output_errors(res, bool(cond)) if res.model is not None else None
     shared = dict(bench="vertical", data="adult",
                   mechanism=label_stored, epsilon=nominal, seed=seed,
                   rho_scale=rho_scale, epsilon_run=epsilon,
@@ -183,6 +187,11 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
                         error_private=statistics.mean(errors[cl] for cl in restricted.cliques),
                         error_by_public_count=by_public_count(errors, restricted, cols),
                         **({"shared_run": fraction} if f != fraction else {}),
+                        **({} if model_errors is None else dict(
+                            error_private_model=statistics.mean(model_errors[cl]
+                                                                for cl in restricted.cliques),
+                            error_by_public_count_model=by_public_count(model_errors, restricted,
+                                                                        cols))),
                         **({} if iid_errors is None else dict(
                             error_private_iid=statistics.mean(iid_errors[cl]
                                                               for cl in restricted.cliques),
@@ -191,19 +200,52 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     return out
 
 
+#: conditional runs: independent draws averaged for the expected output
+EXPECTED_DRAWS = 16
+
+
+def own_output_errors(res, conditional: bool) -> dict:
+    """Per-marginal errors of the fitted model's expected output, without the
+    sampling noise of the one synthetic table: for plain sampling the model's
+    own marginals; for conditional generation (whose expected output also
+    depends on the records' public values) the average of
+    :data:`EXPECTED_DRAWS` independent conditional draws, which leaves a
+    quarter of one draw's noise."""
+    from synth_core.marginals import CodedTable
+
+    private, cliques = res.inputs.data.private, res.workload.cliques
+    if not conditional:
+        model = res.model.counts_many(cliques)
+        return {cl: float(np.abs(model[cl] / model[cl].sum()
+                                 - private.marginal(cl) / private.n).sum()) for cl in cliques}
+    total = {cl: 0.0 for cl in cliques}
+    for i in range(EXPECTED_DRAWS):
+        table = CodedTable.from_frame(conditional_draw(res, "iid", 10 + i), res.inputs.schema.sizes)
+        for cl in cliques:
+            total[cl] = total[cl] + table.marginal(cl) / table.n
+    return {cl: float(np.abs(total[cl] / EXPECTED_DRAWS - private.marginal(cl) / private.n).sum())
+            for cl in cliques}
+
+
+def conditional_draw(res, method: str, stream: int):
+    """The run's fitted model sampled again conditionally (codes of every column)."""
+    from synth_core.backends.inputs import own_public_codes
+    from synth_core.conditional import generate_conditionally
+
+    public = tuple(res.report["conditional_generation"]["conditioned_on"])
+    return generate_conditionally(res.model, own_public_codes(res.inputs, public), public,
+                                  np.random.default_rng([res.config.seed or 0, stream]),
+                                  method=method)
+
+
 def resampled_iid_errors(res) -> dict:
     """Per-marginal errors of the same fitted model's output drawn with independent
     per-record draws (``method="iid"``, the sampler before systematic draws):
     the sampling step's share of the error, on the same fit."""
-    from synth_core.backends.inputs import own_public_codes
-    from synth_core.conditional import generate_conditionally
     from synth_core.evaluate import per_marginal_errors
     from synth_core.marginals import CodedTable
 
-    public = tuple(res.report["conditional_generation"]["conditioned_on"])
-    codes = generate_conditionally(res.model, own_public_codes(res.inputs, public), public,
-                                   np.random.default_rng([res.config.seed or 0, 2]), method="iid")
-    table = CodedTable.from_frame(codes, res.inputs.schema.sizes)
+    table = CodedTable.from_frame(conditional_draw(res, "iid", 2), res.inputs.schema.sizes)
     return per_marginal_errors(res.inputs.data.private, table, res.workload)
 
 

@@ -63,3 +63,25 @@ def test_conditional_rows_without_a_sampling_field_read_as_iid(tmp_path):
                       "conditional-vjam-pgm@fit_iters 100@iid sampling"]
     assert vertical.done_keys(rows) >= {(0.25, "conditional-aim", 10.0, 0),
                                         (0.25, "conditional-aim@iid sampling", 10.0, 0)}
+
+
+def test_the_expected_output_is_scored_without_sampling_noise(small_private, small_schema):
+    """own_output_errors: a plain run's model marginals, a conditional run's
+    average of 16 draws; both closer to the data than one independent draw."""
+    from synth_core import Synthesizer
+
+    fast = dict(epsilon=5.0, seed=0, rounds=8, fit_iters=20, final_fit_iters=60,
+                workload="all-3way")
+    synth = Synthesizer("aim", conditional=True, **fast)
+    list(synth.run(small_private, schema=small_schema, public_columns=["sex", "age", "edu"]))
+    res = synth.result
+    expected = vertical.own_output_errors(res, conditional=True)
+    one_draw = vertical.resampled_iid_errors(res)
+    assert set(expected) == set(one_draw) == set(res.workload.cliques)
+    assert sum(expected.values()) < sum(one_draw.values())
+    plain = Synthesizer("aim", **fast)
+    list(plain.run(small_private, schema=small_schema))
+    model = vertical.own_output_errors(plain.result, conditional=False)
+    sampled = plain.result.curator_diagnostics().per_marginal
+    assert set(model) == set(sampled) and all(v >= 0 for v in model.values())
+    assert model != sampled
