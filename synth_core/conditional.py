@@ -253,6 +253,7 @@ class ConditionalSetup:
             "conditioning_marginals": [list(c) for c in self.kept],
             "conditioning_marginals_dropped": [list(c) for c in self.dropped],
             "conditioning_model_mb": self.base_mb,
+            "sampling": CONDITIONAL_SAMPLING,
         }
 
 

@@ -180,6 +180,7 @@ def test_report_records_the_conditioning(request, fixture):
     result, _ = request.getfixturevalue(fixture)
     cond = result.report["conditional_generation"]
     assert cond["conditioned_on"] == PUBLIC_COLS
+    assert cond["sampling"] == "systematic"
     kept = [tuple(c) for c in cond["conditioning_marginals"]]
     measured_public = [m.clique for m in result.measurements if m.source == PUBLIC]
     assert measured_public == kept
