@@ -187,21 +187,26 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
                         error_private=statistics.mean(errors[cl] for cl in restricted.cliques),
                         error_by_public_count=by_public_count(errors, restricted, cols),
                         **({"shared_run": fraction} if f != fraction else {}),
-                        **({} if model_errors is None else dict(
-                            error_private_model=statistics.mean(model_errors[cl]
-                                                                for cl in restricted.cliques),
-                            error_by_public_count_model=by_public_count(model_errors, restricted,
-                                                                        cols))),
-                        **({} if iid_errors is None else dict(
-                            error_private_iid=statistics.mean(iid_errors[cl]
-                                                              for cl in restricted.cliques),
-                            error_by_public_count_iid=by_public_count(iid_errors, restricted,
-                                                                      cols)))))
+                        **scored("_model", model_errors, restricted, cols),
+                        **scored("_iid", iid_errors, restricted, cols)))
     return out
 
 
 #: conditional runs: independent draws averaged for the expected output
 EXPECTED_DRAWS = 16
+
+
+def normalised_l1(a: np.ndarray, b: np.ndarray) -> float:
+    """L1 distance of two marginals scaled to sum one (synth_core.evaluate's measure)."""
+    return float(np.abs(a / a.sum() - b / b.sum()).sum())
+
+
+def scored(suffix: str, errors: dict | None, restricted, cols: list[str]) -> dict:
+    """``error_private<suffix>`` and ``error_by_public_count<suffix>`` on ``W'``."""
+    if errors is None:
+        return {}
+    return {f"error_private{suffix}": statistics.mean(errors[cl] for cl in restricted.cliques),
+            f"error_by_public_count{suffix}": by_public_count(errors, restricted, cols)}
 
 
 def own_output_errors(res, conditional: bool) -> dict:
@@ -216,15 +221,13 @@ def own_output_errors(res, conditional: bool) -> dict:
     private, cliques = res.inputs.data.private, res.workload.cliques
     if not conditional:
         model = res.model.counts_many(cliques)
-        return {cl: float(np.abs(model[cl] / model[cl].sum()
-                                 - private.marginal(cl) / private.n).sum()) for cl in cliques}
+        return {cl: normalised_l1(model[cl], private.marginal(cl)) for cl in cliques}
     total = {cl: 0.0 for cl in cliques}
     for i in range(EXPECTED_DRAWS):
         table = CodedTable.from_frame(conditional_draw(res, "iid", 10 + i), res.inputs.schema.sizes)
         for cl in cliques:
-            total[cl] = total[cl] + table.marginal(cl) / table.n
-    return {cl: float(np.abs(total[cl] / EXPECTED_DRAWS - private.marginal(cl) / private.n).sum())
-            for cl in cliques}
+            total[cl] = total[cl] + table.marginal(cl)
+    return {cl: normalised_l1(total[cl], private.marginal(cl)) for cl in cliques}
 
 
 def conditional_draw(res, method: str, stream: int):
@@ -269,7 +272,7 @@ def sampling_floor(fractions: list[float], seeds: list[int]) -> None:
         errors = {}
         for cl in workload.cliques:
             q = table.marginal(cl).ravel()
-            errors[cl] = float(np.abs(rng.multinomial(table.n, q / q.sum()) - q).sum() / table.n)
+            errors[cl] = normalised_l1(rng.multinomial(table.n, q / q.sum()), q)
         for f in fractions:
             cols = public_columns(f)
             restricted = conditional_workload(workload, cols)
@@ -297,6 +300,9 @@ def trace_summary(events: list[dict], public: list[str]) -> dict:
             "with_public_column": sum(bool(set(e["cliques"][0]) & set(public)) for e in private),
             "by_size": {str(k): sum(len(e["cliques"][0]) == k for e in private) for k in (1, 2, 3)},
             "sigma_halvings": sum(b < a for a, b in zip(sigmas, sigmas[1:])),
+            # the rounds whose sigma is below the round before (the last: the remaining budget)
+            "sigma_lowered_at": [e["round"] for a, e in zip(private, private[1:])
+                                 if e["sigma"] < a["sigma"]],
             "first_sigma": sigmas[0] if sigmas else None, "last_sigma": sigmas[-1] if sigmas else None,
             "model_size_mb": rounds[-1]["model_size_mb"] if rounds else None,
             "measured": ["+".join(e["cliques"][0]) for e in private]}

@@ -44,7 +44,7 @@ def test_trace_summary_counts_what_a_run_measured():
     assert out["rounds"] == 3 and out["private_measurements"] == 3
     assert out["with_public_column"] == 1
     assert out["by_size"] == {"1": 0, "2": 2, "3": 1}
-    assert out["sigma_halvings"] == 1
+    assert out["sigma_halvings"] == 1 and out["sigma_lowered_at"] == [2]
     assert (out["first_sigma"], out["last_sigma"], out["model_size_mb"]) == (10.0, 5.0, 3.5)
     assert out["measured"] == ["x+y", "a+x+y", "y+z"]
 
