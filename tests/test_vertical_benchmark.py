@@ -85,3 +85,24 @@ def test_the_expected_output_is_scored_without_sampling_noise(small_private, sma
     sampled = plain.result.curator_diagnostics().per_marginal
     assert set(model) == set(sampled) and all(v >= 0 for v in model.values())
     assert model != sampled
+
+
+def test_tables_score_on_the_workload_asked_for(tmp_path, capsys):
+    """--score all orders the mechanisms on W, --score private (default) on W'."""
+    rows = tmp_path / "rows.jsonl"
+    base = dict(public_fraction=0.5, epsilon=1.0, seed=0, peak_rss_mb=100.0, seconds=1.0,
+                sampling="systematic")
+    errors = {"aim": (0.10, 0.10), "vjam-pgm": (0.12, 0.09),
+              "conditional-aim": (0.11, 0.08), "conditional-vjam-pgm": (0.105, 0.07)}
+    rows.write_text("\n".join(json.dumps(dict(base, mechanism=m, error_private=p, error_all=a))
+                              for m, (p, a) in errors.items()) + "\n")
+    lowest = {}
+    for score in ("private", "all"):
+        vertical.markdown([rows], score)
+        line = capsys.readouterr().out.splitlines()[-1]
+        lowest[score] = line.rstrip(" |").rsplit("| ", 1)[-1]
+        vertical.summary([rows], score)
+        out = json.loads(capsys.readouterr().out.splitlines()[-1])
+        assert out["scored_on"] == score
+        assert out["vjam_beats_aim"] is (score == "all")
+    assert lowest == {"private": "AIM", "all": "Cond. vJAM-PGM"}
