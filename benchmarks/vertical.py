@@ -211,11 +211,6 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
 EXPECTED_DRAWS = 16
 
 
-def normalised_l1(a: np.ndarray, b: np.ndarray) -> float:
-    """L1 distance of two marginals scaled to sum one (synth_core.evaluate's measure)."""
-    return float(np.abs(a / a.sum() - b / b.sum()).sum())
-
-
 def scored(suffix: str, errors: dict | None, restricted, cols: list[str]) -> dict:
     """``error_private<suffix>`` and ``error_by_public_count<suffix>`` on ``W'``."""
     if errors is None:
@@ -231,6 +226,7 @@ def own_output_errors(res, conditional: bool) -> dict:
     depends on the records' public values) the average of
     :data:`EXPECTED_DRAWS` independent conditional draws, which leaves a
     quarter of one draw's noise."""
+    from synth_core.evaluate import normalised_l1
     from synth_core.marginals import CodedTable
 
     private, cliques = res.inputs.data.private, res.workload.cliques
@@ -274,6 +270,7 @@ def sampling_floor(fractions: list[float], seeds: list[int]) -> None:
     import pandas as pd
 
     from synth_core.conditional import conditional_workload
+    from synth_core.evaluate import normalised_l1
     from synth_core.marginals import CodedTable
     from synth_core.schema import load_schema
     from synth_core.workload import parse_workload
@@ -311,13 +308,13 @@ def trace_summary(events: list[dict], public: list[str]) -> dict:
     rounds = [e for e in events if e["round"] > 0]
     private = [e for e in rounds if e["source"] == "private"]
     sigmas = [e["sigma"] for e in private]
+    # the rounds whose sigma is below the round before (the last: the remaining budget)
+    lowered = [e["round"] for a, e in zip(private, private[1:]) if e["sigma"] < a["sigma"]]
     return {"rounds": len(rounds), "private_measurements": len(private),
             "with_public_column": sum(bool(set(e["cliques"][0]) & set(public)) for e in private),
             "by_size": {str(k): sum(len(e["cliques"][0]) == k for e in private) for k in (1, 2, 3)},
-            "sigma_halvings": sum(b < a for a, b in zip(sigmas, sigmas[1:])),
-            # the rounds whose sigma is below the round before (the last: the remaining budget)
-            "sigma_lowered_at": [e["round"] for a, e in zip(private, private[1:])
-                                 if e["sigma"] < a["sigma"]],
+            "sigma_halvings": len(lowered),
+            "sigma_lowered_at": lowered,
             "first_sigma": sigmas[0] if sigmas else None, "last_sigma": sigmas[-1] if sigmas else None,
             "model_size_mb": rounds[-1]["model_size_mb"] if rounds else None,
             "measured": ["+".join(e["cliques"][0]) for e in private]}
@@ -389,21 +386,20 @@ def figure(paths: list[Path]) -> None:
         print(f"wrote {out / 'vertical-adult.png'}", file=sys.stderr)
 
 
-#: what ``--score`` scores the tables and orderings on: the row field and its name
-SCORES = {"private": ("error_private", "W' (3-way marginals with a private column)"),
-          "all": ("error_all", "W (all 3-way marginals)")}
+#: what ``--score`` scores the tables and orderings on: W' or W, and the row field
+SCORES = {"private": "error_private", "all": "error_all"}
 
 
 def summary(paths: list[Path], score: str = "private") -> None:
-    field = SCORES[score][0]
+    field = SCORES[score]
     rows = read_rows(*paths)
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["public_fraction"], r["epsilon"]), {}).setdefault(r["mechanism"], []).append(r)
     for (frac, eps), by_mech in sorted(groups.items()):
-        means = {m: statistics.mean(x["error_private"] for x in rs) for m, rs in by_mech.items()}
-        means_all = {m: statistics.mean(x["error_all"] for x in rs) for m, rs in by_mech.items()}
-        scored_means = means if field == "error_private" else means_all
+        means, means_all = ({m: statistics.mean(x[f] for x in rs) for m, rs in by_mech.items()}
+                            for f in ("error_private", "error_all"))
+        scored_means = {"error_private": means, "error_all": means_all}[field]
         real = {m: v for m, v in scored_means.items() if "@" not in m}   # counterfactuals aside
         best = min(real, key=real.get)
         vjam, aim = scored_means.get("vjam-pgm"), scored_means.get("aim")
@@ -438,7 +434,7 @@ def markdown(paths: list[Path], score: str = "private") -> None:
     "iid draws" conditional runs made before the systematic draws (each
     record's private values drawn independently);
     "lowest" is among the four mechanisms at their defaults."""
-    field = SCORES[score][0]
+    field = SCORES[score]
     rows = read_rows(*paths)
     groups: dict = {}
     for r in rows:

@@ -34,11 +34,14 @@ class CuratorDiagnostics:
         }
 
 
+def normalised_l1(a: np.ndarray, b: np.ndarray) -> float:
+    """L1 distance between two count vectors of one marginal, each scaled to sum one."""
+    return float(np.abs(a / (a.sum() or 1.0) - b / (b.sum() or 1.0)).sum())
+
+
 def marginal_error(private: CodedTable, other: CodedTable, clique) -> float:
     """L1 distance between the normalised marginals of two tables."""
-    a = private.marginal(clique) / max(private.n, 1)
-    b = other.marginal(clique) / max(other.n, 1)
-    return float(np.abs(a - b).sum())
+    return normalised_l1(private.marginal(clique), other.marginal(clique))
 
 
 def per_marginal_errors(private: CodedTable, other: CodedTable, workload: Workload) -> dict:
