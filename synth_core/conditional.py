@@ -313,9 +313,15 @@ def systematic_points(groups: np.ndarray, rng: np.random.Generator) -> np.ndarra
     return points
 
 
-def _draw(weights: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """One category per row of ``weights`` (rows of non-negative weights): the
-    inverse CDF at that row's point in ``[0, 1)``."""
+def _draw(weights: np.ndarray, points: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """One category per record: the inverse CDF of its row of ``weights`` (rows
+    of non-negative weights; record ``i`` uses row ``rows[i]``, or row ``i``
+    without ``rows``) at its point in ``[0, 1)``.
+
+    Records that share a row share its cumulative sums (computed once per
+    row), and each record's category is found by bisection on them: the first
+    index whose cumulative weight exceeds the point times the row's total.
+    """
     cum = np.cumsum(weights, axis=1)
     total = cum[:, -1]
     if not np.all(np.isfinite(total)) or np.any(total <= 0):
@@ -323,9 +329,21 @@ def _draw(weights: np.ndarray, points: np.ndarray) -> np.ndarray:
                           "it cannot be sampled conditionally.",
                           hint="Fit the model with the public 1-way marginals (conditional "
                                "mechanisms do this), or report this as a bug.")
-    u = points * total
-    idx = (cum <= u[:, None]).sum(axis=1)
-    return np.minimum(idx, weights.shape[1] - 1)
+    if rows is None:
+        rows = np.arange(len(points))
+    width = weights.shape[1]
+    u = points * total[rows]
+    flat = cum.reshape(-1)
+    base = rows * width
+    lo = np.zeros(len(points), dtype=np.int64)
+    hi = np.full(len(points), width, dtype=np.int64)
+    # invariant: cum[row, i] <= u for i < lo, and hi == width or cum[row, hi] > u
+    for _ in range(int(width).bit_length()):
+        mid = (lo + hi) // 2
+        below = flat[base + np.minimum(mid, width - 1)] <= u
+        lo = np.where(below & (mid < hi), mid + 1, lo)
+        hi = np.where(below, hi, mid)
+    return np.minimum(lo, width - 1)
 
 
 class _Node:
@@ -446,9 +464,10 @@ def _sample_component(order, parents, children, prepared, public_codes, sizes, n
                     continue
                 up_idx = _flat_index([drawn[c][r] for c in node.up], [sizes[c] for c in node.up]) \
                     if node.up else np.zeros(len(r), dtype=np.int64)
-                points = systematic_points(pat * node.up_cells + up_idx, rng) if systematic \
-                    else rng.random(len(r))
-                k = _draw(local[nd][pat, up_idx, :], points)
+                key = pat * node.up_cells + up_idx  # the table row each record draws from
+                points = systematic_points(key, rng) if systematic else rng.random(len(r))
+                used, row = np.unique(key, return_inverse=True)
+                k = _draw(local[nd].reshape(-1, node.rest_cells)[used], points, row.reshape(-1))
                 for c, v in zip(node.rest, np.unravel_index(k, [sizes[c] for c in node.rest])):
                     drawn[c][r] = v
     return drawn

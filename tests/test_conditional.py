@@ -73,6 +73,29 @@ def test_conditional_sampling_is_reproducible(small_model):
     assert all(np.array_equal(one[c], two[c]) for c in one)
 
 
+def test_a_draw_is_the_inverse_cdf_of_its_row():
+    """Records sharing a row share its cumulative sums; each record still gets
+    the first category whose cumulative weight exceeds its point times the
+    row's total (zero weights are never drawn, boundaries go up)."""
+    rng = np.random.default_rng(7)
+    for width in (1, 2, 3, 7, 64, 1000):
+        weights = rng.random((5, width)) * (rng.random((5, width)) < 0.6)
+        weights[:, rng.integers(0, width)] += 0.5                    # no empty row
+        rows = rng.integers(0, 5, 400)
+        points = rng.random(400)
+        cum = np.cumsum(weights, axis=1)
+        points[:5] = cum[rows[:5], (np.arange(5) % width)] / cum[rows[:5], -1]  # exactly on a boundary
+        points = np.minimum(points, np.nextafter(1.0, 0.0))
+        expected = np.minimum((cum[rows] <= (points * cum[rows, -1])[:, None]).sum(axis=1),
+                              width - 1)
+        got = conditional._draw(weights, points, rows)
+        assert np.array_equal(got, expected), width
+        assert np.all(weights[rows, got] > 0)
+        assert np.array_equal(conditional._draw(weights[rows], points), expected)
+    with pytest.raises(ConfigError, match="probability zero"):
+        conditional._draw(np.zeros((1, 3)), np.array([0.5]))
+
+
 def test_records_sharing_public_values_get_rounded_counts():
     """Systematic draws: the records with the same public value get the model's
     expected counts of each private value rounded up or down (iid draws miss them
