@@ -106,3 +106,25 @@ def test_tables_score_on_the_workload_asked_for(tmp_path, capsys):
         assert out["scored_on"] == score
         assert out["vjam_beats_aim"] is (score == "all")
     assert lowest == {"private": "AIM", "all": "Cond. vJAM-PGM"}
+
+
+def test_sampling_benchmark_rebuilds_a_traced_structure(tmp_path):
+    """benchmarks/conditional_sampling.py: the model it times has the junction
+    tree of the traced run (every measured clique inside a tree clique)."""
+    import numpy as np
+
+    import conditional_sampling
+    from synth_core.conditional import sample_private_given_public
+
+    trace = tmp_path / "0.25_conditional-aim_10_0.jsonl"
+    trace.write_text("\n".join(json.dumps({"round": r, "cliques": c}) for r, c in enumerate(
+        [[["a"], ["b"], ["c"], ["d"]], [["a", "b"]], [["b", "c", "d"]], [["a", "b"]]])))
+    cliques = conditional_sampling.traced_cliques(trace)
+    assert cliques == [("a",), ("b",), ("c",), ("d",), ("a", "b"), ("b", "c", "d")]
+    sizes = {"a": 2, "b": 3, "c": 4, "d": 2}
+    model, tree = conditional_sampling.model_with_structure(sizes, cliques, 100, seed=0)
+    assert all(any(set(cl) <= set(t) for t in tree) for cl in cliques)
+    assert model.probability(("a", "c")).sum() == pytest.approx(1.0)
+    drawn = sample_private_given_public(model, {"a": np.zeros(20, dtype=np.int64)},
+                                        np.random.default_rng(0))
+    assert set(drawn) == {"b", "c", "d"} and all(len(v) == 20 for v in drawn.values())
