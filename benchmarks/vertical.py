@@ -25,6 +25,7 @@ skipped when the script runs again, so it can be stopped and resumed.
     python benchmarks/vertical.py --fractions 0.25 0.5 0.75 --epsilons 0.1 1 10 --seeds 0 1 2
     python benchmarks/vertical.py --summary          # table of means and the orderings
     python benchmarks/vertical.py --markdown --score all   # the table on W instead of W'
+    python benchmarks/vertical.py --missing          # runs still to do, with their commands
 
 ``--score`` chooses what the tables and orderings compare: ``private`` (the
 default) scores every mechanism on ``W'``, ``all`` on ``W``. The issue runs
@@ -386,6 +387,30 @@ def figure(paths: list[Path]) -> None:
         print(f"wrote {out / 'vertical-adult.png'}", file=sys.stderr)
 
 
+def missing_runs(rows: list[dict], fractions, mechanisms, epsilons, seeds) -> list[dict]:
+    """The runs at the mechanisms' defaults not in ``rows`` yet: one entry per
+    (fraction, mechanism, epsilon) with the seeds left, the mean CPU seconds
+    of that cell's finished runs (``None`` if none; rows stored before the
+    scoring was timed apart include the scoring draws) and the command."""
+    finished = [r for r in rows if not r.get("failed")]
+    done = {key(r) for r in finished}
+    out = []
+    for frac in fractions:
+        for eps in epsilons:
+            for label in mechanisms:
+                left = [s for s in seeds if (frac, label, eps, s) not in done]
+                if not left:
+                    continue
+                cpu = [r["cpu_seconds"] for r in finished
+                       if key(r)[:3] == (frac, label, eps) and "cpu_seconds" in r]
+                out.append(dict(public_fraction=frac, mechanism=label, epsilon=eps, seeds=left,
+                                cpu_seconds_per_run=statistics.mean(cpu) if cpu else None,
+                                command=f"python benchmarks/vertical.py --fractions {frac:g} "
+                                        f"--mechanisms {label} --epsilons {eps:g} --seeds "
+                                        + " ".join(map(str, left))))
+    return out
+
+
 #: what ``--score`` scores the tables and orderings on: W' or W, and the row field
 SCORES = {"private": "error_private", "all": "error_all"}
 
@@ -492,6 +517,9 @@ def main():
     ap.add_argument("--summary", action="store_true",
                     help="print the summary of the results file and of "
                          "vertical_memory.jsonl (its runs replace the same runs)")
+    ap.add_argument("--missing", action="store_true",
+                    help="list the runs of --fractions x --mechanisms x --epsilons x --seeds "
+                         "(at the defaults) not in the results yet, with their commands")
     ap.add_argument("--trace", type=Path, default=None,
                     help="write each run's round events (release part) to DIR/<run>.jsonl")
     ap.add_argument("--compare-traces", nargs="+", type=Path, metavar="TRACE",
@@ -511,6 +539,11 @@ def main():
         return summary(merged, args.score)
     if args.figure:
         return figure(merged)
+    if args.missing:
+        for entry in missing_runs(read_rows(*merged), args.fractions, args.mechanisms,
+                                  args.epsilons, args.seeds):
+            emit(bench="vertical-missing", **entry)
+        return
     if args.markdown:
         return markdown(merged, args.score)
     if args.compare_traces:

@@ -128,3 +128,19 @@ def test_sampling_benchmark_rebuilds_a_traced_structure(tmp_path):
     drawn = sample_private_given_public(model, {"a": np.zeros(20, dtype=np.int64)},
                                         np.random.default_rng(0))
     assert set(drawn) == {"b", "c", "d"} and all(len(v) == 20 for v in drawn.values())
+
+
+def test_missing_runs_lists_the_seeds_left_per_cell():
+    def row(frac, mech, eps, seed, cpu=10.0, **extra):
+        return dict(public_fraction=frac, mechanism=mech, epsilon=eps, seed=seed,
+                    cpu_seconds=cpu, **extra)
+    rows = [row(0.25, "aim", 1.0, 0, 10.0), row(0.25, "aim", 1.0, 1, 30.0),
+            row(0.25, "conditional-aim@iid sampling", 1.0, 1),   # not the default: still missing
+            row(0.25, "vjam-pgm", 1.0, 2, failed=True),           # failed: still missing
+            row(0.5, "aim", 1.0, 0)]
+    out = vertical.missing_runs(rows, [0.25], ["aim", "conditional-aim", "vjam-pgm"], [1.0],
+                                [0, 1, 2])
+    assert [(e["mechanism"], e["seeds"]) for e in out] == \
+        [("aim", [2]), ("conditional-aim", [0, 1, 2]), ("vjam-pgm", [0, 1, 2])]
+    assert out[0]["cpu_seconds_per_run"] == 20.0 and out[1]["cpu_seconds_per_run"] is None
+    assert out[0]["command"].endswith("--fractions 0.25 --mechanisms aim --epsilons 1 --seeds 2")
