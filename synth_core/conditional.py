@@ -313,10 +313,10 @@ def systematic_points(groups: np.ndarray, rng: np.random.Generator) -> np.ndarra
     return points
 
 
-def _draw(weights: np.ndarray, points: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+def _draw(weights: np.ndarray, points: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """One category per record: the inverse CDF of its row of ``weights`` (rows
-    of non-negative weights; record ``i`` uses row ``rows[i]``, or row ``i``
-    without ``rows``) at its point in ``[0, 1)``.
+    of non-negative weights; record ``i`` uses row ``rows[i]``) at its point
+    in ``[0, 1)``.
 
     Records that share a row share its cumulative sums (computed once per
     row), and each record's category is found by bisection on them: the first
@@ -329,8 +329,6 @@ def _draw(weights: np.ndarray, points: np.ndarray, rows: np.ndarray | None = Non
                           "it cannot be sampled conditionally.",
                           hint="Fit the model with the public 1-way marginals (conditional "
                                "mechanisms do this), or report this as a bug.")
-    if rows is None:
-        rows = np.arange(len(points))
     width = weights.shape[1]
     u = points * total[rows]
     flat = cum.reshape(-1)

@@ -91,9 +91,9 @@ def test_a_draw_is_the_inverse_cdf_of_its_row():
         got = conditional._draw(weights, points, rows)
         assert np.array_equal(got, expected), width
         assert np.all(weights[rows, got] > 0)
-        assert np.array_equal(conditional._draw(weights[rows], points), expected)
+        assert np.array_equal(conditional._draw(weights[rows], points, np.arange(400)), expected)
     with pytest.raises(ConfigError, match="probability zero"):
-        conditional._draw(np.zeros((1, 3)), np.array([0.5]))
+        conditional._draw(np.zeros((1, 3)), np.array([0.5]), np.array([0]))
 
 
 def test_records_sharing_public_values_get_rounded_counts():
