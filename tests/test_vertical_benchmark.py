@@ -39,14 +39,15 @@ def test_trace_summary_counts_what_a_run_measured():
     events = [event(0, [["a"], ["x"]], "private+public", 10.0),
               event(1, [["x", "y"]], sigma=10.0),
               event(2, [["a", "x", "y"]], sigma=5.0),
-              event(3, [["y", "z"]], sigma=5.0, size=3.5)]
+              event(3, [["y", "z"]], sigma=5.0, size=3.5),
+              event(4, [["z"]], sigma=5.0 * (1 - 1e-15), size=3.5)]
     out = vertical.trace_summary(events, ["a", "b"])
-    assert out["rounds"] == 3 and out["private_measurements"] == 3
+    assert out["rounds"] == 4 and out["private_measurements"] == 4
     assert out["with_public_column"] == 1
-    assert out["by_size"] == {"1": 0, "2": 2, "3": 1}
+    assert out["by_size"] == {"1": 1, "2": 2, "3": 1}
     assert out["sigma_halvings"] == 1 and out["sigma_lowered_at"] == [2]
-    assert (out["first_sigma"], out["last_sigma"], out["model_size_mb"]) == (10.0, 5.0, 3.5)
-    assert out["measured"] == ["x+y", "a+x+y", "y+z"]
+    assert out["first_sigma"] == 10.0 and out["model_size_mb"] == 3.5
+    assert out["measured"] == ["x+y", "a+x+y", "y+z", "z"]
 
 
 def test_conditional_rows_without_a_sampling_field_read_as_iid(tmp_path):
