@@ -46,7 +46,8 @@ def test_trace_summary_counts_what_a_run_measured():
     assert out["with_public_column"] == 1
     assert out["by_size"] == {"1": 1, "2": 2, "3": 1}
     assert out["sigma_halvings"] == 1 and out["sigma_lowered_at"] == [2]
-    assert out["first_sigma"] == 10.0 and out["model_size_mb"] == 3.5
+    assert (out["first_sigma"], out["last_sigma"], out["model_size_mb"]) \
+        == (10.0, 5.0 * (1 - 1e-15), 3.5)
     assert out["measured"] == ["x+y", "a+x+y", "y+z", "z"]
 
 
