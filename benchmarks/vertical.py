@@ -48,6 +48,11 @@ columns a marginal has (``"0"``: all private), and ``--trace DIR`` writes
 each run's round events (clique, source, sigma, rho, model size: the
 release part of the event) to ``DIR/<fraction>_<mechanism>_<eps>_<seed>.jsonl``;
 ``--compare-traces FILE...`` summarises such files side by side.
+``--curator-trace DIR`` (CURATOR-ONLY: exact scores from the private data)
+writes, per selection round, the pick's score and model error before its
+measurement, and the previous pick's model error after the refit
+(``absorbed``: the share of its error that measurement removed), to
+``DIR/<run>.curator-only.jsonl``.
 
     python benchmarks/vertical.py --fractions 0.25 --compare-traces benchmarks/results/vertical_traces/0.25_*_10_0.jsonl
 
@@ -132,7 +137,8 @@ def uses_public_columns(label: str) -> bool:
 def run_one(fraction: float, label: str, epsilon: float, seed: int,
             condition_max_mb: float | None = None, rho_scale: float = 1.0,
             fit_iters: int | None = None, also: tuple[float, ...] = (),
-            trace: Path | None = None, rounds_option: int | None = None) -> list[dict]:
+            trace: Path | None = None, rounds_option: int | None = None,
+            curator_trace: Path | None = None) -> list[dict]:
     """One run; for plain AIM also the rows of the ``also`` fractions (the same
     synthetic data scored on their ``W'``; ``shared_run`` names the fraction run)."""
     from synth_core import Synthesizer
@@ -160,12 +166,13 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     rounds = public_rounds = 0
     if also and uses_public_columns(label):
         raise ValueError(f"{label} depends on the split: run each fraction on its own")
-    events = []
+    events, raw = [], []
     for event in synth.run(str(DATA / "adult" / "adult.csv"), schema=load_schema(DATA / "adult" / "domain.json"),
                            public_columns=public if uses_public_columns(label) else ()):
         print(f"[{fraction} {label} eps={epsilon} seed={seed}] {event.describe()}",
               file=sys.stderr, flush=True)
         events.append(event.to_release())
+        raw.append(event)
         if event.round > 0:
             rounds += 1
             public_rounds += event.source != "private"
@@ -174,6 +181,14 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         name = f"{fraction:g}_{label_stored}_{nominal:g}_{seed}.jsonl"
         (trace / name.replace(" ", "")).write_text("".join(json.dumps(e) + "\n" for e in events))
     res = synth.result
+    if curator_trace is not None:
+        curator_trace.mkdir(parents=True, exist_ok=True)
+        cells = {tuple(c.clique): res.inputs.data.private.cells(tuple(c.clique))
+                 for ev in raw if ev.curator is not None for c in ev.curator.candidates}
+        name = f"{fraction:g}_{label_stored}_{nominal:g}_{seed}.curator-only.jsonl"
+        (curator_trace / name.replace(" ", "")).write_text("".join(
+            json.dumps(r) + "\n" for r in curator_round_records(
+                raw, cells, getattr(synth.engine.mechanism, "weights", None))))
     # the run's own time; the benchmark's extra draws below are timed apart
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
     private, synthetic = res.inputs.data.private, res.synthetic_table
@@ -322,6 +337,49 @@ def trace_summary(events: list[dict], public: list[str]) -> dict:
             "first_sigma": sigmas[0] if sigmas else None, "last_sigma": sigmas[-1] if sigmas else None,
             "model_size_mb": rounds[-1]["model_size_mb"] if rounds else None,
             "measured": ["+".join(e["cliques"][0]) for e in private]}
+
+
+def curator_round_records(events, cells: dict[tuple, int],
+                          weights: dict[tuple, float] | None = None) -> list[dict]:
+    """CURATOR-ONLY: per selection round, the exact score of the marginal
+    chosen, its model error before the measurement (score plus the expected
+    noise L1 the score subtracts: JAM-PGM's private score) and the score and
+    model error of the *previous* round's pick now that the model has been
+    refitted with it. ``absorbed`` is the share of that marginal's model error
+    the measurement and refit removed (1: all of it; 0 or less: none). Private
+    picks are scored ``w * (error - sqrt(2/pi) sigma cells)``: ``weights`` maps
+    a clique to its ``w`` (AIM's workload weights; none: 1, as JAM-PGM and
+    vJAM-PGM). Computed from the private data without noise: never released."""
+    from synth_core.engine import expected_noise_l1
+    out, prev = [], None
+    for ev in events:
+        cur = ev.curator
+        if cur is None or ev.sigma is None:
+            prev = None
+            continue
+        score = {tuple(c.clique): s for c, s in zip(cur.candidates, cur.scores)}
+        # an exact (public) candidate's score is its whole error: nothing subtracted
+        penalty = {tuple(c.clique): expected_noise_l1(ev.sigma, cells[tuple(c.clique)])
+                   if c.source == "private" else 0.0 for c in cur.candidates}
+
+        def error(cl):
+            return score[cl] / (weights or {}).get(cl, 1.0) + penalty[cl]
+
+        chosen = tuple(cur.candidates[cur.chosen].clique)
+        ranked = sorted(score, key=score.get, reverse=True)
+        rec = {"round": ev.round, "chosen": "+".join(chosen), "sigma": ev.sigma,
+               "chosen_score": score[chosen], "chosen_rank": ranked.index(chosen) + 1,
+               "chosen_error": error(chosen), "chosen_noise_l1": penalty[chosen],
+               "top": "+".join(ranked[0]), "top_score": score[ranked[0]],
+               "candidates": len(score)}
+        if prev is not None and prev["clique"] in score:
+            now = error(prev["clique"])
+            rec.update(previous=prev["name"], previous_score_now=score[prev["clique"]],
+                       previous_error_now=now,
+                       absorbed=1 - now / prev["error"] if prev["error"] > 0 else None)
+        prev = {"clique": chosen, "name": rec["chosen"], "error": rec["chosen_error"]}
+        out.append(rec)
+    return out
 
 
 def compare_traces(paths: list[Path], fraction: float) -> None:
@@ -525,6 +583,10 @@ def main():
                          "(at the defaults) not in the results yet, with their commands")
     ap.add_argument("--trace", type=Path, default=None,
                     help="write each run's round events (release part) to DIR/<run>.jsonl")
+    ap.add_argument("--curator-trace", type=Path, default=None,
+                    help="CURATOR-ONLY diagnostic: write each selection round's exact scores "
+                         "(the pick's model error before its measurement and after the refit) "
+                         "to DIR/<run>.curator-only.jsonl; never part of a release")
     ap.add_argument("--compare-traces", nargs="+", type=Path, metavar="TRACE",
                     help="summarise these --trace files (the first --fractions value gives the "
                          "public columns) and list what each measured alone")
@@ -558,7 +620,7 @@ def main():
         frac, label, eps, seed = args.one
         for row in run_one(float(frac), label, float(eps), int(seed), args.condition_max_mb,
                            args.rho_scale, args.fit_iters, tuple(args.also), args.trace,
-                           args.rounds):
+                           args.rounds, args.curator_trace):
             emit(**row)
         return
     args.results.parent.mkdir(parents=True, exist_ok=True)
@@ -580,6 +642,8 @@ def main():
                         cmd += ["--trace", str(args.trace)]
                     if args.rounds is not None:
                         cmd += ["--rounds", str(args.rounds)]
+                    if args.curator_trace is not None:
+                        cmd += ["--curator-trace", str(args.curator_trace)]
                     also = [] if uses_public_columns(label) else \
                         [f for f in args.fractions if f != frac and (f, stored, eps, seed) not in done]
                     if also:

@@ -51,6 +51,45 @@ def test_trace_summary_counts_what_a_run_measured():
     assert out["measured"] == ["x+y", "a+x+y", "y+z", "z"]
 
 
+def test_curator_records_follow_a_pick_through_its_refit():
+    import math
+
+    from synth_core.engine import Candidate, CuratorScores, RoundEvent
+
+    def event(rnd, scores, chosen, sigma=2.0):
+        cands = tuple(Candidate(cl, src) for cl, src, _ in scores)
+        cur = CuratorScores(cands, tuple(s for _, _, s in scores), chosen) if scores else None
+        clique = cands[chosen].clique if scores else ("a",)
+        return RoundEvent("m", rnd, 3, (clique,), "private", sigma, 0.1, 0.0, 0.0, 0.0, 1.0,
+                          1.0, 0.0, len(scores), "", cur)
+
+    ab, x = ("a", "b"), ("x",)
+    events = [event(0, [], 0),   # the initialisation: nothing selected
+              event(1, [(ab, "private", 30.0), (x, "public", 5.0)], 0),
+              event(2, [(ab, "private", 10.0), (x, "public", 12.0)], 1),
+              event(3, [(ab, "private", 9.0), (x, "public", 0.0)], 0)]
+    cells = {ab: 4, x: 3}
+    pen = math.sqrt(2 / math.pi) * 2.0 * 4   # expected noise L1 of a private a+b
+    out = vertical.curator_round_records(events, cells)
+    assert [r["round"] for r in out] == [1, 2, 3]
+    first, second, third = out
+    assert (first["chosen"], first["chosen_rank"], first["top"]) == ("a+b", 1, "a+b")
+    assert first["chosen_error"] == pytest.approx(30.0 + pen)
+    assert "previous" not in first
+    # round 2: a+b's error after its measurement and refit is 10 + pen of 30 + pen
+    assert second["previous"] == "a+b"
+    assert second["previous_error_now"] == pytest.approx(10.0 + pen)
+    assert second["absorbed"] == pytest.approx(1 - (10.0 + pen) / (30.0 + pen))
+    # an exact public pick: its score is its whole error, no noise subtracted
+    assert (second["chosen"], second["chosen_noise_l1"], second["chosen_error"]) == ("x", 0.0, 12.0)
+    assert third["absorbed"] == pytest.approx(1.0) and third["chosen_rank"] == 1
+    # AIM's scores carry workload weights: the error is the score over its weight
+    weighted = vertical.curator_round_records(events, cells, {ab: 2.0, x: 1.0})
+    assert weighted[0]["chosen_score"] == 30.0
+    assert weighted[0]["chosen_error"] == pytest.approx(15.0 + pen)
+    assert weighted[1]["previous_error_now"] == pytest.approx(5.0 + pen)
+
+
 def test_conditional_rows_without_a_sampling_field_read_as_iid(tmp_path):
     """Rows stored before the systematic draws are kept apart from the new default."""
     rows = tmp_path / "rows.jsonl"
