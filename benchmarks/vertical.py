@@ -172,7 +172,8 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         print(f"[{fraction} {label} eps={epsilon} seed={seed}] {event.describe()}",
               file=sys.stderr, flush=True)
         events.append(event.to_release())
-        raw.append(event)
+        if curator_trace is not None:
+            raw.append(event)
         if event.round > 0:
             rounds += 1
             public_rounds += event.source != "private"
@@ -181,6 +182,8 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         name = f"{fraction:g}_{label_stored}_{nominal:g}_{seed}.jsonl"
         (trace / name.replace(" ", "")).write_text("".join(json.dumps(e) + "\n" for e in events))
     res = synth.result
+    # the run's own time; the benchmark's extra draws below are timed apart
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
     if curator_trace is not None:
         curator_trace.mkdir(parents=True, exist_ok=True)
         cells = {tuple(c.clique): res.inputs.data.private.cells(tuple(c.clique))
@@ -189,8 +192,6 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         (curator_trace / name.replace(" ", "")).write_text("".join(
             json.dumps(r) + "\n" for r in curator_round_records(
                 raw, cells, getattr(synth.engine.mechanism, "weights", None))))
-    # the run's own time; the benchmark's extra draws below are timed apart
-    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
     private, synthetic = res.inputs.data.private, res.synthetic_table
     cond = res.report.get("conditional_generation") or {}
     errors = per_marginal_errors(private, synthetic, res.workload)
