@@ -186,12 +186,11 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
     if curator_trace is not None:
         curator_trace.mkdir(parents=True, exist_ok=True)
-        cells = {tuple(c.clique): res.inputs.data.private.cells(tuple(c.clique))
-                 for ev in raw if ev.curator is not None for c in ev.curator.candidates}
         name = f"{fraction:g}_{label_stored}_{nominal:g}_{seed}.curator-only.jsonl"
         (curator_trace / name.replace(" ", "")).write_text("".join(
             json.dumps(r) + "\n" for r in curator_round_records(
-                raw, cells, getattr(synth.engine.mechanism, "weights", None))))
+                raw, res.inputs.data.private.cells,
+                getattr(synth.engine.mechanism, "weights", None))))
     private, synthetic = res.inputs.data.private, res.synthetic_table
     cond = res.report.get("conditional_generation") or {}
     errors = per_marginal_errors(private, synthetic, res.workload)
@@ -340,17 +339,20 @@ def trace_summary(events: list[dict], public: list[str]) -> dict:
             "measured": ["+".join(e["cliques"][0]) for e in private]}
 
 
-def curator_round_records(events, cells: dict[tuple, int],
-                          weights: dict[tuple, float] | None = None) -> list[dict]:
+def curator_round_records(events, cells, weights: dict[tuple, float] | None = None) -> list[dict]:
     """CURATOR-ONLY: per selection round, the exact score of the marginal
-    chosen, its model error before the measurement (score plus the expected
-    noise L1 the score subtracts: JAM-PGM's private score) and the score and
-    model error of the *previous* round's pick now that the model has been
-    refitted with it. ``absorbed`` is the share of that marginal's model error
-    the measurement and refit removed (1: all of it; 0 or less: none). Private
-    picks are scored ``w * (error - sqrt(2/pi) sigma cells)``: ``weights`` maps
-    a clique to its ``w`` (AIM's workload weights; none: 1, as JAM-PGM and
-    vJAM-PGM). Computed from the private data without noise: never released."""
+    chosen, its model error before the measurement and the model error of the
+    *previous* round's pick now that the model has been refitted with it.
+    ``absorbed`` is the share of that marginal's model error the measurement
+    and refit removed (1: all of it; 0 or less: none).
+
+    A private pick is scored ``w * (error - sqrt(2/pi) sigma cells)``, so its
+    error is ``score / w + sqrt(2/pi) sigma cells``; ``weights`` maps a clique
+    to its ``w`` (AIM's workload weights; none: 1, as JAM-PGM and vJAM-PGM) and
+    ``cells(clique)`` gives its number of cells. A round whose pick was
+    measured exactly (a public pick: its event has no sigma) is skipped, and
+    the round after it reports no previous pick. Computed from the private
+    data without noise: never released."""
     from synth_core.engine import expected_noise_l1
     out, prev = [], None
     for ev in events:
@@ -359,18 +361,16 @@ def curator_round_records(events, cells: dict[tuple, int],
             prev = None
             continue
         score = {tuple(c.clique): s for c, s in zip(cur.candidates, cur.scores)}
-        # an exact (public) candidate's score is its whole error: nothing subtracted
-        penalty = {tuple(c.clique): expected_noise_l1(ev.sigma, cells[tuple(c.clique)])
-                   if c.source == "private" else 0.0 for c in cur.candidates}
 
-        def error(cl):
-            return score[cl] / (weights or {}).get(cl, 1.0) + penalty[cl]
+        def error(cl, sigma=ev.sigma, score=score):
+            return score[cl] / (weights or {}).get(cl, 1.0) + expected_noise_l1(sigma, cells(cl))
 
         chosen = tuple(cur.candidates[cur.chosen].clique)
         ranked = sorted(score, key=score.get, reverse=True)
         rec = {"round": ev.round, "chosen": "+".join(chosen), "sigma": ev.sigma,
                "chosen_score": score[chosen], "chosen_rank": ranked.index(chosen) + 1,
-               "chosen_error": error(chosen), "chosen_noise_l1": penalty[chosen],
+               "chosen_error": error(chosen),
+               "chosen_noise_l1": expected_noise_l1(ev.sigma, cells(chosen)),
                "top": "+".join(ranked[0]), "top_score": score[ranked[0]],
                "candidates": len(score)}
         if prev is not None and prev["clique"] in score:

@@ -65,29 +65,36 @@ def test_curator_records_follow_a_pick_through_its_refit():
 
     ab, x = ("a", "b"), ("x",)
     events = [event(0, [], 0),   # the initialisation: nothing selected
-              event(1, [(ab, "private", 30.0), (x, "public", 5.0)], 0),
-              event(2, [(ab, "private", 10.0), (x, "public", 12.0)], 1),
-              event(3, [(ab, "private", 9.0), (x, "public", 0.0)], 0)]
-    cells = {ab: 4, x: 3}
-    pen = math.sqrt(2 / math.pi) * 2.0 * 4   # expected noise L1 of a private a+b
+              event(1, [(ab, "private", 30.0), (x, "private", 5.0)], 0),
+              event(2, [(ab, "private", 10.0), (x, "private", 12.0)], 1),
+              event(3, [(ab, "private", 9.0), (x, "private", 0.0)], 0),
+              event(4, [(ab, "private", 1.0), (x, "public", 7.0)], 1, sigma=None),  # exact pick
+              event(5, [(ab, "private", 8.0), (x, "private", 0.5)], 0)]
+    cells = {ab: 4, x: 3}.__getitem__
+    root = math.sqrt(2 / math.pi) * 2.0
+    pen_ab, pen_x = root * 4, root * 3   # expected noise L1 of a+b and of x
     out = vertical.curator_round_records(events, cells)
-    assert [r["round"] for r in out] == [1, 2, 3]
-    first, second, third = out
+    # the initialisation and the exact pick of round 4 are no selection to follow
+    assert [r["round"] for r in out] == [1, 2, 3, 5]
+    first, second, third, fifth = out
     assert (first["chosen"], first["chosen_rank"], first["top"]) == ("a+b", 1, "a+b")
-    assert first["chosen_error"] == pytest.approx(30.0 + pen)
+    assert first["chosen_error"] == pytest.approx(30.0 + pen_ab)
+    assert first["chosen_noise_l1"] == pytest.approx(pen_ab)
     assert "previous" not in first
     # round 2: a+b's error after its measurement and refit is 10 + pen of 30 + pen
     assert second["previous"] == "a+b"
-    assert second["previous_error_now"] == pytest.approx(10.0 + pen)
-    assert second["absorbed"] == pytest.approx(1 - (10.0 + pen) / (30.0 + pen))
-    # an exact public pick: its score is its whole error, no noise subtracted
-    assert (second["chosen"], second["chosen_noise_l1"], second["chosen_error"]) == ("x", 0.0, 12.0)
-    assert third["absorbed"] == pytest.approx(1.0) and third["chosen_rank"] == 1
+    assert second["previous_error_now"] == pytest.approx(10.0 + pen_ab)
+    assert second["absorbed"] == pytest.approx(1 - (10.0 + pen_ab) / (30.0 + pen_ab))
+    assert (second["chosen"], second["chosen_rank"]) == ("x", 1)
+    assert second["chosen_error"] == pytest.approx(12.0 + pen_x)
+    assert third["absorbed"] == pytest.approx(12.0 / (12.0 + pen_x))
+    # after an exact pick the model moved for other reasons: no previous pick to follow
+    assert "previous" not in fifth and fifth["chosen"] == "a+b"
     # AIM's scores carry workload weights: the error is the score over its weight
     weighted = vertical.curator_round_records(events, cells, {ab: 2.0, x: 1.0})
     assert weighted[0]["chosen_score"] == 30.0
-    assert weighted[0]["chosen_error"] == pytest.approx(15.0 + pen)
-    assert weighted[1]["previous_error_now"] == pytest.approx(5.0 + pen)
+    assert weighted[0]["chosen_error"] == pytest.approx(15.0 + pen_ab)
+    assert weighted[1]["previous_error_now"] == pytest.approx(5.0 + pen_ab)
 
 
 def test_conditional_rows_without_a_sampling_field_read_as_iid(tmp_path):
