@@ -66,8 +66,8 @@ def _is_int(value) -> bool:
 def _require_real(name: str, value, *, positive: bool = False) -> None:
     """ConfigError unless ``value`` is a finite real number (positive if asked)."""
     if not _is_real(value) or not math.isfinite(value) or (positive and not value > 0):
-        raise ConfigError(f"{name} must be a {'positive ' if positive else ''}finite number, "
-                          f"got {value!r}.")
+        raise ConfigError(f"{name} must be a {'positive ' if positive else ''}number (finite, "
+                          f"not text or a bool), got {value!r}.")
 
 
 def _require_int(name: str, value, low: int, high: int | None = None) -> None:
@@ -123,7 +123,7 @@ class RunConfig:
         resolve_mode(self.mode, self.seed)
         Neighbours.parse(self.neighbours)
         _require_real("epsilon", self.epsilon, positive=True)
-        _require_real("delta", self.delta, positive=True)
+        _require_real("delta", self.delta)
         rho_from_epsilon_delta(self.epsilon, self.delta)
         if self.rounds is not None:
             _require_int("rounds", self.rounds, 1, MAX_ROUNDS)
