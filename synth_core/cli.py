@@ -276,8 +276,9 @@ def _run(args) -> int:
     if result.inputs.dropped:
         say(f"dropped on request (not in the synthetic data): {', '.join(result.inputs.dropped)}")
     if result.report["privacy"]["mode"] == "research" and result.config.seed is not None:
-        say("WARNING: seeded research run: anyone who learns or guesses the seed can remove "
-            "the noise; the report is not fit for publication.")
+        print("synth: warning: seeded research run: anyone who learns or guesses the seed can "
+              "remove the noise, so the report is not fit for publication (release mode: run "
+              "without --seed).", file=sys.stderr)
     if result.inputs.schema.source == "private":
         say("WARNING: the domain was read off the private data and is NOT privacy-protected; "
             "declare a schema with --schema.")

@@ -144,20 +144,21 @@ def test_missing_output_folders_are_created_and_all_files_written(tmp_path, caps
     # the seed lives in the curator-only file, and the report's statement warns
     assert json.loads(diag.read_text())["run"]["seed"] == 0
     assert "not fit for publication" in json.loads(report.read_text())["privacy"]["statement"]
-    assert "not fit for publication" in capsys.readouterr().out
+    assert "not fit for publication" in capsys.readouterr().err   # warned even with --quiet
 
 
 def test_a_failing_report_write_leaves_no_synthetic_file_and_no_temp_file(tmp_path):
-    """A real write failure: the process may write at most LIMIT bytes per file
-    (RLIMIT_FSIZE), enough for the Parquet synthetic data but not for the report."""
+    """A real write failure: the process may write at most ``limit`` bytes per file
+    (RLIMIT_FSIZE), enough for the Parquet synthetic data (about 7 kB) but not for
+    the report (about 20 kB with the 2-way workload)."""
     limit = 12_000
     script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
               f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
               "from synth_core.cli import main; sys.exit(main(sys.argv[1:]))")
     out, report = tmp_path / "s.parquet", tmp_path / "r.json"
-    res = subprocess.run([sys.executable, "-c", script, "run", *QUICK, "--out", str(out),
-                          "--report", str(report)], capture_output=True, text=True, cwd=ROOT,
-                         timeout=600)
+    res = subprocess.run([sys.executable, "-c", script, "run", *QUICK, "--workload", "all-2way",
+                          "--out", str(out), "--report", str(report)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and str(report) in lines[0] and "Traceback" not in res.stderr
@@ -176,11 +177,17 @@ def test_an_absurd_epsilon_is_a_config_error(tmp_path, capsys):
 TITANIC = ROOT / "sample_data" / "titanic"
 
 
-def _public_without(tmp_path, column):
+def _public_without(tmp_path, column, keep=None):
+    """The Titanic public table without ``column`` (and only the columns ``keep``)."""
     import pandas as pd
     path = tmp_path / "pub.csv"
-    pd.read_csv(TITANIC / "public.csv").drop(columns=[column]).to_csv(path, index=False)
+    public = pd.read_csv(TITANIC / "public.csv")
+    public[keep or list(public.columns)].drop(columns=[column]).to_csv(path, index=False)
     return path
+
+
+#: Titanic's categorical columns: a domain read off the public rows covers them
+CATEGORICAL = ["pclass", "survived", "sex"]
 
 
 def test_a_column_missing_from_the_public_table_is_an_error(tmp_path, capsys):
@@ -210,22 +217,24 @@ def test_a_partial_schema_is_an_error(tmp_path, capsys):
 
 def test_columns_are_dropped_only_when_asked_and_the_report_lists_them(tmp_path):
     import pandas as pd
-    pub = _public_without(tmp_path, "parch")
+    pub = _public_without(tmp_path, "sex", keep=CATEGORICAL)
+    data = tmp_path / "private.csv"
+    pd.read_csv(TITANIC / "private.csv")[CATEGORICAL].to_csv(data, index=False)
     out, report = tmp_path / "s.csv", tmp_path / "r.json"
-    code = run_main("--data", str(TITANIC / "private.csv"), "--public", str(pub),
-                    "--drop-columns", "parch", "--mechanism", "jam-pgm", "--rounds", "2",
+    code = run_main("--data", str(data), "--public", str(pub),
+                    "--drop-columns", "sex", "--mechanism", "jam-pgm", "--rounds", "2",
                     "--workload", "all-1way", "--fit-iters", "5", "--final-fit-iters", "5",
                     "--seed", "0", "--quiet", "--out", str(out), "--report", str(report))
     assert code == 0
     rep = json.loads(report.read_text())
-    assert rep["data"]["dropped_columns"] == ["parch"]
-    assert "parch" not in pd.read_csv(out).columns
-    assert "parch" not in rep["synthetic"]["columns"]
+    assert rep["data"]["dropped_columns"] == ["sex"]
+    assert list(pd.read_csv(out).columns) == ["pclass", "survived"]
+    assert rep["synthetic"]["columns"] == ["pclass", "survived"]
 
 
 def test_the_public_flag_column_is_not_a_dropped_column(tmp_path):
     import pandas as pd
-    data = pd.read_csv(TITANIC / "titanic.csv")
+    data = pd.read_csv(TITANIC / "titanic.csv")[CATEGORICAL]
     data["is_public"] = np.arange(len(data)) % 4 == 0
     path = tmp_path / "flagged.csv"
     data.to_csv(path, index=False)
