@@ -229,7 +229,7 @@ def drop_column_names(value) -> tuple[str, ...]:
     if not all(isinstance(c, str) and c for c in names):
         raise ConfigError(f"Cannot read the columns to drop: {value!r}.",
                           hint="Give column names, e.g. drop_columns=['id', 'notes'].")
-    return tuple(names)
+    return names
 
 
 def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = None,

@@ -22,7 +22,7 @@ def test_a_new_session_defaults_to_release_and_the_seed_needs_research_mode():
     at = go(load_titanic(new_app()), "app_pages/workload.py")
     wb = at.session_state["wb"]
     assert wb.settings.seed is None and wb.settings.run_mode == "release"
-    assert Workbench().settings.run_mode == "research"     # the library's default is unchanged
+    assert Workbench().settings.run_mode == "release"      # the library defaults to release too
     mode = at.radio(key="run_mode")
     assert mode.value == "release" and mode.options[0].startswith("Release (discrete Gaussian")
     assert at.number_input(key="seed").disabled
