@@ -82,11 +82,11 @@ def release_script(w: Workbench) -> str:
     return "#!/usr/bin/env bash\n" + w.reproduce_command() + "\n"
 
 
-def check_inert(w: Workbench, tmp_path: Path):
-    """Run the workbench's script; nothing but ``synth`` ran, nothing was
-    created, no seed, and the argv is the command's own words. Returns the
-    CLI's reading of that argv."""
-    text = release_script(w)
+def check_inert(w: Workbench, tmp_path: Path, text: str | None = None):
+    """Run the workbench's script (or ``text``); nothing but ``synth`` ran,
+    nothing was created, no seed, and the argv is the command's own words.
+    Returns the CLI's reading of that argv."""
+    text = text or release_script(w)
     assert "--seed" not in text
     argv, left = run_script(text, tmp_path)
     assert left == set() and not any(Path(tmp_path, "scratch").glob("pwned*"))
@@ -106,6 +106,24 @@ def test_a_hostile_row_filter_stays_in_its_comment(tmp_path):
     assert any("a\\ntouch pwned1" in line and "v\\ntouch pwned8" in line for line in comments)
     assert any("exact repeat needs its seed" in line for line in comments)
     assert args.mode == "research"
+
+
+def test_the_released_script_of_a_finished_run_is_inert(tmp_path):
+    """The file the Release page offers, from a run on a hostile table."""
+    w = hostile_workbench()
+    w.set_public_filter(EVIL[3], [EVIL_VALUES[1]])
+    w.update_settings(mechanism="public-only", seed=1)
+    w.start_run()
+    assert w.worker.wait(120)
+    run = w.collect()
+    assert run.ok, run.failure
+    text = w.release_files(run)["reproduce.sh"].decode()
+    assert text.startswith("#!/usr/bin/env bash\n")
+    args = check_inert(w, tmp_path, text)
+    assert args.mechanism == "public-only" and args.public_flag == "is_public"
+    assert any(line.startswith("# add a column is_public to the table: true where "
+                               "x'; touch pwned4; echo ' is one of $(touch pwned9)")
+               for line in text.splitlines())
 
 
 def test_a_hostile_flag_column_and_public_columns_reach_the_cli_exactly(tmp_path):
