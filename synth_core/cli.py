@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "see docs/backends.md")
     src.add_argument("--no-public", action="store_true",
                      help="ignore the sample's public table")
+    src.add_argument("--max-input-mb", type=float, metavar="MB",
+                     help="refuse a table file larger than MB once decompressed (default: "
+                          "$SYNTH_MAX_INPUT_MB, else 2048)")
     src.add_argument("--schema", metavar="PATH",
                      help="declared schema (JSON: {\"columns\": [...]} or a Private-PGM domain "
                           "{\"col\": size}); without it the domain is read off the public rows, "
@@ -205,7 +208,9 @@ def _parse_columns(value: str | None) -> tuple[str, ...]:
 def _run(args) -> int:
     from .api import Synthesizer, load_sample
     from .report import write_json
+    from .tables import set_max_input_mb
 
+    set_max_input_mb(args.max_input_mb)
     if bool(args.data) == bool(args.sample):
         raise SynthError("Give exactly one of --data PATH or --sample NAME.",
                          hint="'synth samples' lists the bundled samples.")
