@@ -43,6 +43,7 @@ from .schema import ColumnSpec, Schema, infer_schema
 from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicInfo, PublicRows, load_table
 from .workload import Workload, parse_workload
 from .workbench_whatif import WhatIfMixin
+from .workbench_budget import DatasetBudgetMixin
 from .disk_table import DiskTableMixin
 
 #: epsilon choices of the log-scale slider
@@ -280,9 +281,19 @@ class _CompareMixin:
         sweep = self.compare_sweep(mechanisms, epsilons, seeds)
         store = self.compare_store()
         todo = {j.run_id: j for j in pending_jobs(sweep, store)[0]}
+        self.check_budget_fits([j.config.epsilon for j in todo.values()], self.settings.delta,
+                               f"this comparison ({len(todo)} runs)")
 
         def run_one(job, should_stop):
-            row, marginals = run_job(todo[job["run_id"]], should_stop=should_stop)
+            j = todo[job["run_id"]]
+            # each job is charged to the table's account before it reads the data
+            held = self.reserve_budget(j.config.epsilon, j.config.delta, f"compare: {j.label()}",
+                                       j.config.mechanism)
+            row = None
+            try:
+                row, marginals = run_job(j, should_stop=should_stop)
+            finally:
+                self.settle_budget(held, (row or {}).get("rho_spent"))
             if row["status"] == STOPPED_RUN:
                 self.sweep_rho += row["rho_spent"]
                 return None
@@ -313,7 +324,7 @@ class _CompareMixin:
         return self.public_proxy_errors()[0]
 
 
-class _WorkbenchCore(_CompareMixin, WhatIfMixin):
+class _WorkbenchCore(_CompareMixin, WhatIfMixin, DatasetBudgetMixin):
     """A session's state: data, schema, public information, settings, runs.
     (:class:`Workbench` is this with a table on disk, :mod:`synth_core.disk_table`.)"""
 
@@ -878,7 +889,11 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         self.validate_settings(s)
         synth = self._synthesizer(s)
         label = f"{s.mechanism}, ε={s.epsilon:g} on {self.data_name}"
-        self.worker = RunWorker(synth, self.run_kwargs(), label=label).start()
+        kwargs = self.run_kwargs()
+        # charged to the table's account before the run reads the data; settled when it ends
+        held = self.reserve_budget(s.epsilon, s.delta, label, s.mechanism)
+        self.worker = RunWorker(synth, kwargs, label=label,
+                                on_done=lambda w: self.settle_run(held, w)).start()
         self.worker_settings = s
         self._worker_reproduce = self.reproduce_command(s)
         self._worker_data = self.data_name
