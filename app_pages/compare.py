@@ -22,8 +22,10 @@ st.markdown("Run several mechanisms over a grid of epsilons, a few seeds each, o
             "and delta from the Workload and budget page). Results are saved as they arrive; "
             "starting the same comparison again resumes it.")
 st.warning("Every comparison run uses the private data and spends its own privacy budget (the "
-           "sidebar adds them up). The errors shown are **curator-only**: for choosing settings, "
-           "not for release.", icon=":material/warning:")
+           "sidebar adds them up): each run is charged to the table's total budget (Data page) "
+           "before it starts, and a comparison that would pass it is refused. Choosing the best "
+           "of these runs is itself a use of the private data. The errors shown are "
+           "**curator-only**: for choosing settings, not for release.", icon=":material/warning:")
 
 default_mechs = [m for m in (s.mechanism, "public-only") if m in MECHANISMS]
 if wb.public_mode == "none":

@@ -212,3 +212,21 @@ def test_a_what_if_preview_is_free(wb):
     worker = wb.start_what_if(["jam-pgm"], [0.1, 1.0], seeds=1)
     assert worker.wait(180) and worker.status == "finished"
     assert wb.dataset_budget().charges == [] and wb.dataset_budget().spent == 0.0
+
+
+def test_the_data_page_sets_the_total_and_the_run_page_refuses_past_it(tmp_path, monkeypatch):
+    from test_app_pages import errors, go, load_titanic, new_app, sidebar_text
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    at = go(load_titanic(new_app()), "app_pages/data.py")
+    assert "Table's total budget:** not set" in sidebar_text(at)
+    at.number_input(key="budget_eps").set_value(0.5)
+    at.button[[b.label for b in at.button].index("Set total budget")].click().run()
+    assert not at.exception and not errors(at)
+    wb = at.session_state["wb"]
+    assert wb.dataset_budget().total_rho == rho_from_epsilon_delta(0.5, wb.settings.delta)
+    assert "0 of" in sidebar_text(at) and "left" in sidebar_text(at)
+    wb.update_settings(epsilon=1.0, **FAST)            # one run at eps 1 passes a total of 0.5
+    go(at, "app_pages/run.py")
+    at.button(key="start_run").click().run()
+    assert not at.exception and wb.worker is None
+    assert any("Refused" in e and "left" in e for e in errors(at)), errors(at)
