@@ -354,3 +354,21 @@ def charged_run(account: BudgetAccount, synth, start):
         block = account.release_block(reservation)
         check_release(block)
         synth.result.report["budget_account"] = block
+
+
+def open_for_table(path, *, fingerprint: str, label: str, epsilon: float | None = None,
+                   delta: float | None = None) -> BudgetAccount:
+    """The account at ``path`` for the table with ``fingerprint``: opened (and
+    checked to belong to it) if the file exists, else created with a total of
+    (epsilon, delta); ConfigError if it does not exist and no total is given."""
+    path = Path(path)
+    if path.exists():
+        account = BudgetAccount.open(path)
+        account.check_table(fingerprint)
+        return account
+    if epsilon is None:
+        raise ConfigError(f"There is no budget account at '{path}' yet.",
+                          hint="Create it by giving the table's total budget, e.g. "
+                               "--budget-total-epsilon 5 (with --budget-delta).", path=str(path))
+    return BudgetAccount.create(path, label=label, fingerprint=fingerprint, epsilon=epsilon,
+                                delta=delta)

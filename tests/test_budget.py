@@ -230,3 +230,23 @@ def test_the_data_page_sets_the_total_and_the_run_page_refuses_past_it(tmp_path,
     at.button(key="start_run").click().run()
     assert not at.exception and wb.worker is None
     assert any("Refused" in e and "left" in e for e in errors(at)), errors(at)
+
+
+def test_the_cli_charges_a_budget_file_and_refuses_past_it(tmp_path, capsys):
+    from synth_core.cli import main
+    acct = tmp_path / "titanic-budget.json"
+    args = ["run", "--sample", "titanic", "--mechanism", "jam-pgm", "--rounds", "2",
+            "--fit-iters", "10", "--final-fit-iters", "20", "--seed", "0", "--quiet",
+            "--budget-file", str(acct), "--out", str(tmp_path / "s.csv"),
+            "--report", str(tmp_path / "r.json")]
+    assert main(args + ["--epsilon", "0.5"]) == 2              # no account, no total given
+    assert "--budget-total-epsilon" in capsys.readouterr().err and not acct.exists()
+    assert main(args + ["--epsilon", "1", "--budget-total-epsilon", "1.2"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    spent = report["privacy"]["rho_spent"]
+    assert report["budget_account"]["this_run_rho"] == pytest.approx(spent)
+    left = rho_from_epsilon_delta(1.2, 1e-9) - spent
+    assert main(args + ["--epsilon", "2"]) == 2                # rho(2) > what is left
+    err = capsys.readouterr().err
+    assert "Refused" in err and f"{left:.6g}" in err
+    assert BudgetAccount.open(acct).spent == pytest.approx(spent)
