@@ -10,7 +10,7 @@ from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_erro
                               show_finished_worker)
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
-from synth_core.workbench import EPSILON_GRID, frame_parquet_bytes
+from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes
 
 POLL_SECONDS = 1.0
 
@@ -69,6 +69,12 @@ def progress():
 
 
 progress()
+
+if wb.sweep is not None and wb.sweep.done:
+    refused = [r for r in wb.sweep.rows if r.get("status") == REFUSED]
+    if refused:
+        st.error(f"{len(refused)} run(s) of the last comparison were not run: "
+                 f"{refused[0]['error']}", icon=":material/account_balance_wallet:")
 
 try:
     results, marginals = wb.compare_results()

@@ -240,8 +240,14 @@ class BudgetAccount:
     def remaining(self) -> float:
         return max(0.0, self.total_rho - self.spent)
 
-    def _fits(self, rho: float) -> bool:
-        return self.spent + rho <= self.total_rho * (1.0 + RELATIVE_TOLERANCE)
+    def refuse_unless_fits(self, rho: float, what: str, delta: float | None = None) -> None:
+        """BudgetExceededError, naming what is left, when ``spent + rho > total_rho``."""
+        if self.spent + rho > self.total_rho * (1.0 + RELATIVE_TOLERANCE):
+            raise BudgetExceededError(
+                f"Refused: {what} needs rho = {rho:.6g}, but the dataset '{self.label}' has "
+                f"only {self.left_text(delta)} left in its total budget.",
+                hint="Lower epsilon (or run fewer jobs); the total covers every run on this "
+                     "table, released or not.", path=str(self.path))
 
     def left_text(self, delta: float | None = None) -> str:
         """What is left, in rho (and in epsilon at ``delta``, or at the cap's delta)."""
@@ -263,12 +269,7 @@ class BudgetAccount:
         """
         rho = _check_rho(rho, "A run's budget")
         with self._locked():
-            if not self._fits(rho):
-                raise BudgetExceededError(
-                    f"Refused: {what} needs rho = {rho:.6g}, but the dataset '{self.label}' has "
-                    f"only {self.left_text(delta)} left in its total budget.",
-                    hint="Lower epsilon (or run fewer jobs); the total covers every run on this "
-                         "table, released or not.", path=str(self.path))
+            self.refuse_unless_fits(rho, what, delta)
             charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
                                   str(mechanism), str(what), rho, None, _now())
             self._state["charges"].append(asdict(charge))

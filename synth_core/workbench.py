@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from .api import RunConfig, RunResult, Synthesizer, list_samples, load_sample, prepare_inputs
-from .errors import ConfigError, DataError, SchemaError, SynthError, WorkloadError
+from .errors import (BudgetExceededError, ConfigError, DataError, SchemaError, SynthError,
+                     WorkloadError)
 from .evaluate import per_marginal_errors
 from .mechanisms import MECHANISMS, make_mechanism
 from .privacy import cdp_epsilon, rho_from_epsilon_delta
@@ -50,6 +51,8 @@ from .disk_table import DiskTableMixin
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 #: delta choices
 DELTA_GRID = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12)
+#: a Compare job the table's total budget did not admit (not run, not stored)
+REFUSED = "refused"
 #: the prefix of the flag column the workbench adds for a row filter; the
 #: column's full name says which rows are public ("public if sex in F")
 FILTER_FLAG = "public if "
@@ -287,8 +290,11 @@ class _CompareMixin:
         def run_one(job, should_stop):
             j = todo[job["run_id"]]
             # each job is charged to the table's account before it reads the data
-            held = self.reserve_budget(j.config.epsilon, j.config.delta, f"compare: {j.label()}",
-                                       j.config.mechanism)
+            try:
+                held = self.reserve_budget(j.config.epsilon, j.config.delta,
+                                           f"compare: {j.label()}", j.config.mechanism)
+            except BudgetExceededError as exc:   # not run, not stored: shown on the page
+                return {**job, "status": REFUSED, "error": str(exc)}
             row = None
             try:
                 row, marginals = run_job(j, should_stop=should_stop)
@@ -301,6 +307,8 @@ class _CompareMixin:
             return row
 
         def on_row(row):
+            if row["status"] == REFUSED:
+                return
             self.sweep_runs += 1
             if row.get("rho_spent"):
                 self.sweep_rho += float(row["rho_spent"])

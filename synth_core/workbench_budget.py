@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from .budget import BudgetAccount, BudgetCharge, table_fingerprint
-from .errors import BudgetExceededError, DataError
+from .errors import DataError
 from .privacy import rho_from_epsilon_delta
 
 
@@ -77,11 +77,7 @@ class DatasetBudgetMixin:
         if account is None:
             return
         need = sum(rho_from_epsilon_delta(float(e), delta) for e in epsilons)
-        if account.spent + need > account.total_rho * (1.0 + 1e-12):
-            raise BudgetExceededError(
-                f"Refused: {what} needs rho = {need:.6g} in all, but the dataset "
-                f"'{account.label}' has only {account.left_text(delta)} left in its total budget.",
-                hint="Choose fewer runs or smaller epsilons.")
+        account.refuse_unless_fits(need, what, delta)
 
     def reserve_budget(self, epsilon: float, delta: float, what: str,
                        mechanism: str) -> tuple[BudgetAccount, BudgetCharge] | None:

@@ -250,3 +250,23 @@ def test_the_cli_charges_a_budget_file_and_refuses_past_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Refused" in err and f"{left:.6g}" in err
     assert BudgetAccount.open(acct).spent == pytest.approx(spent)
+
+
+def test_a_comparison_job_is_refused_when_another_session_took_the_rest(wb):
+    from synth_core.workbench import REFUSED
+    wb.update_settings(mechanism="mwem-pgm")        # MWEM+PGM spends exactly its rho
+    rho1 = rho_from_epsilon_delta(1.0, wb.settings.delta)
+    BudgetAccount.create(wb.budget_path(), label="titanic", fingerprint=wb.table_fingerprint(),
+                         total_rho=2 * rho1)
+    other = Workbench()                              # a second session on the same table
+    other.load_sample("titanic")
+    other.update_settings(mechanism="mwem-pgm", epsilon=1.0, **FAST)
+    sweep = wb.start_compare(["mwem-pgm"], [1.0], 2)   # 2 x rho(1): fits when it starts
+    other.start_run()                                # takes one rho(1) meanwhile
+    assert sweep.wait(180) and other.worker.wait(120)
+    statuses = sorted(r["status"] for r in sweep.rows)
+    assert statuses == ["finished", REFUSED]
+    refused = next(r for r in sweep.rows if r["status"] == REFUSED)
+    assert "Refused" in refused["error"] and "left" in refused["error"]
+    assert len(wb.compare_results()[0]) == 1 and wb.sweep_runs == 1
+    assert wb.dataset_budget().spent == pytest.approx(2 * rho1)
