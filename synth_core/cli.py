@@ -177,8 +177,10 @@ def _add_budget_arguments(run) -> None:
         "total budget of the table (every run on it is charged; see docs/trust.md)")
     budget.add_argument("--budget-file", metavar="PATH",
                         help="the table's budget account (JSON): the run's rho is reserved in "
-                             "it before the data is read, and refused when the table's total "
-                             "would be passed; created if missing (needs --budget-total-epsilon)")
+                             "it before the run starts, and the run refused when the table's "
+                             "total would be passed; created if missing (needs "
+                             "--budget-total-epsilon); an existing account must belong to this "
+                             "table (same content)")
     budget.add_argument("--budget-total-epsilon", type=float, metavar="E",
                         help="with a new --budget-file: the table's total epsilon")
     budget.add_argument("--budget-delta", type=float, metavar="D",
