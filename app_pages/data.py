@@ -3,6 +3,7 @@ edit its schema."""
 
 import streamlit as st
 
+from app_pages.budget_section import budget_section
 from app_pages.common import PAGES, attempt, flash, get_wb, need_data, show_error, show_flashes
 from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS
 from synth_core.errors import SynthError
@@ -194,5 +195,7 @@ if st.button(f"Leave '{col}' out of the schema", key="drop_column"):
 if col in wb.schema_errors:
     st.error(wb.schema_errors[col], icon=":material/error:")
     st.caption("The schema was not changed.")
+
+budget_section(wb)
 
 st.page_link(PAGES["public"], label="Next: public information", icon=":material/arrow_forward:")

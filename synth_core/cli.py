@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write CURATOR-ONLY diagnostics (true workload and per-marginal "
                           "errors, from the private data without noise) to PATH; never release it")
     out.add_argument("--quiet", action="store_true", help="do not print the rounds")
+    _add_budget_arguments(run)
 
     sub.add_parser("samples", help="list the bundled sample datasets")
 
@@ -172,6 +173,34 @@ examples:
   synth sweep sweep.toml --list               # which runs are done
   synth sweep sweep.toml --summary            # mean error per dataset, mechanism, epsilon
 """
+
+
+def _add_budget_arguments(run) -> None:
+    budget = run.add_argument_group(
+        "total budget of the table (every run on it is charged; see docs/trust.md)")
+    budget.add_argument("--budget-file", metavar="PATH",
+                        help="the table's budget account (JSON): the run's rho is reserved in "
+                             "it before the run starts, and the run refused when the table's "
+                             "total would be passed; created if missing (needs "
+                             "--budget-total-epsilon); an existing account must belong to this "
+                             "table (same content)")
+    budget.add_argument("--budget-total-epsilon", type=float, metavar="E",
+                        help="with a new --budget-file: the table's total epsilon")
+    budget.add_argument("--budget-delta", type=float, metavar="D",
+                        help="with a new --budget-file: the total's delta (default: --delta)")
+
+
+def _budget_account(args, data):
+    """The --budget-file account of the run's table (None without --budget-file)."""
+    if not args.budget_file:
+        return None
+    from .budget import open_for_table, table_fingerprint
+    from .tables import load_table
+    table = load_table(data) if args.backend == "memory" and not hasattr(data, "columns") else data
+    label = args.sample or str(args.data)
+    return open_for_table(args.budget_file, fingerprint=table_fingerprint(table), label=label,
+                          epsilon=args.budget_total_epsilon,
+                          delta=args.budget_delta if args.budget_delta is not None else args.delta)
 
 
 def _parse_options(items) -> dict:
@@ -246,9 +275,10 @@ def _run(args) -> int:
     say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
         f"({args.neighbours} DP), workload {args.workload}, {synth.config.run_mode} mode")
     public_columns = _parse_columns(args.public_columns)
+    budget = _budget_account(args, data)
     for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
                            public_columns=public_columns, data_name=data_name,
-                           public_name=public_name, backend=args.backend):
+                           public_name=public_name, backend=args.backend, budget=budget):
         say(event.describe())
     result = synth.result
     if args.backend != "memory":
@@ -262,6 +292,8 @@ def _run(args) -> int:
     say(f"spent rho={ledger.spent:.6g} of {ledger.total:.6g} in {len(result.events)} rounds, "
         f"{result.seconds:.1f}s")
     say(f"wrote {args.out} ({len(result.synthetic)} rows) and {args.report}")
+    if budget is not None:
+        say(f"table's total budget ({budget.label}): {budget.left_text(args.delta)} left")
     if result.inputs.schema.source == "private":
         say("WARNING: the domain was read off the private data and is NOT privacy-protected; "
             "declare a schema with --schema.")

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from .api import RunConfig, RunResult, Synthesizer, list_samples, load_sample, prepare_inputs
-from .errors import ConfigError, DataError, SchemaError, SynthError, WorkloadError
+from .errors import (BudgetExceededError, ConfigError, DataError, SchemaError, SynthError,
+                     WorkloadError)
 from .evaluate import per_marginal_errors
 from .mechanisms import MECHANISMS, make_mechanism
 from .privacy import cdp_epsilon, rho_from_epsilon_delta
@@ -43,12 +44,15 @@ from .schema import ColumnSpec, Schema, infer_schema
 from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicInfo, PublicRows, load_table
 from .workload import Workload, parse_workload
 from .workbench_whatif import WhatIfMixin
+from .workbench_budget import DatasetBudgetMixin
 from .disk_table import DiskTableMixin
 
 #: epsilon choices of the log-scale slider
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 #: delta choices
 DELTA_GRID = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12)
+#: a Compare job the table's total budget did not admit (not run, not stored)
+REFUSED = "refused"
 #: the prefix of the flag column the workbench adds for a row filter; the
 #: column's full name says which rows are public ("public if sex in F")
 FILTER_FLAG = "public if "
@@ -355,9 +359,22 @@ class _CompareMixin:
         sweep = self.compare_sweep(mechanisms, epsilons, seeds)
         store = self.compare_store()
         todo = {j.run_id: j for j in pending_jobs(sweep, store)[0]}
+        self.check_budget_fits([j.config.epsilon for j in todo.values()], self.settings.delta,
+                               f"this comparison ({len(todo)} runs)")
 
         def run_one(job, should_stop):
-            row, marginals = run_job(todo[job["run_id"]], should_stop=should_stop)
+            j = todo[job["run_id"]]
+            # each job is charged to the table's account before it reads the data
+            try:
+                held = self.reserve_budget(j.config.epsilon, j.config.delta,
+                                           f"compare: {j.label()}", j.config.mechanism)
+            except BudgetExceededError as exc:   # not run, not stored: shown on the page
+                return {**job, "status": REFUSED, "error": str(exc)}
+            row = None
+            try:
+                row, marginals = run_job(j, should_stop=should_stop)
+            finally:
+                self.settle_budget(held, (row or {}).get("rho_spent"))
             if row["status"] == STOPPED_RUN:
                 self.sweep_rho += row["rho_spent"]
                 return None
@@ -365,6 +382,8 @@ class _CompareMixin:
             return row
 
         def on_row(row):
+            if row["status"] == REFUSED:
+                return
             self.sweep_runs += 1
             if row.get("rho_spent"):
                 self.sweep_rho += float(row["rho_spent"])
@@ -388,7 +407,7 @@ class _CompareMixin:
         return self.public_proxy_errors()[0]
 
 
-class _WorkbenchCore(_CompareMixin, WhatIfMixin):
+class _WorkbenchCore(_CompareMixin, WhatIfMixin, DatasetBudgetMixin):
     """A session's state: data, schema, public information, settings, runs.
     (:class:`Workbench` is this with a table on disk, :mod:`synth_core.disk_table`.)"""
 
@@ -953,7 +972,11 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         self.validate_settings(s)
         synth = self._synthesizer(s)
         label = f"{s.mechanism}, ε={s.epsilon:g} on {self.data_name}"
-        self.worker = RunWorker(synth, self.run_kwargs(), label=label).start()
+        kwargs = self.run_kwargs()
+        # charged to the table's account before the run reads the data; settled when it ends
+        held = self.reserve_budget(s.epsilon, s.delta, label, s.mechanism)
+        self.worker = RunWorker(synth, kwargs, label=label,
+                                on_done=lambda w: self.settle_run(held, w)).start()
         self.worker_settings = s
         self._worker_reproduce = self.reproduce_command(s)
         self._worker_data = self.data_name
