@@ -295,6 +295,19 @@ class BudgetAccount:
             self._write()
         return BudgetCharge(**entry)
 
+    def record_spent(self, rho: float, what: str, *, mechanism: str = "") -> BudgetCharge:
+        """Record budget already spent on the table outside the account (runs that
+        ended before it existed). It is counted whatever the total: spending
+        happened, so the account may be left with nothing."""
+        rho = _check_rho(rho, "Spent budget")
+        with self._locked():
+            now = _now()
+            charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
+                                  str(mechanism), str(what), rho, rho, now, now)
+            self._state["charges"].append(asdict(charge))
+            self._write()
+        return charge
+
     # ---------------------------------------------------------------- views
 
     def summary(self) -> dict:

@@ -446,6 +446,9 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin, DatasetBudgetMixin):
         self.sweep: SweepWorker | None = None
         self.sweep_rho = 0.0             # budget the comparison runs of this session spent
         self.sweep_runs = 0
+        #: rho this session's runs spent on tables without an account, by table
+        #: fingerprint (recorded in the account when the curator sets the total)
+        self.unbudgeted_rho: dict[str, float] = {}
         self.worker_settings: RunSettings | None = None
         self.runs: list[FinishedRun] = []
         self._proxy_cache: dict = {}

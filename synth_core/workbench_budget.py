@@ -17,6 +17,7 @@ are not capped (only each run's own ledger applies).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .budget import BudgetAccount, BudgetCharge, table_fingerprint
@@ -65,10 +66,17 @@ class DatasetBudgetMixin:
                            label: str | None = None) -> BudgetAccount:
         """Create the loaded table's account with a total of (epsilon, delta)
         (``rho_total = rho_from_epsilon_delta(epsilon, delta)``). An existing
-        account is never replaced."""
-        return BudgetAccount.create(self.budget_path(), label=label or self.data_name or "data",
-                                    fingerprint=self.table_fingerprint(),
-                                    epsilon=float(epsilon), delta=float(delta))
+        account is never replaced. What this session's runs already spent on the
+        table (runs that ended before the total was set) is recorded in it at once:
+        the total covers the table's whole history, not only what comes next."""
+        fingerprint = self.table_fingerprint()
+        account = BudgetAccount.create(self.budget_path(), label=label or self.data_name or "data",
+                                       fingerprint=fingerprint,
+                                       epsilon=float(epsilon), delta=float(delta))
+        earlier = self.unbudgeted_rho.pop(fingerprint, 0.0)
+        if earlier > 0:
+            account.record_spent(earlier, "runs in this session before the total was set")
+        return account
 
     def check_budget_fits(self, epsilons, delta: float, what: str) -> None:
         """Refuse up front (BudgetExceededError, saying what is left) when runs at
@@ -80,29 +88,54 @@ class DatasetBudgetMixin:
         account.refuse_unless_fits(need, what, delta)
 
     def reserve_budget(self, epsilon: float, delta: float, what: str,
-                       mechanism: str) -> tuple[BudgetAccount, BudgetCharge] | None:
-        """Reserve a run's rho in the table's account before it starts (None
-        without an account); BudgetExceededError when it does not fit."""
-        account = self.dataset_budget()
-        if account is None:
-            return None
+                       mechanism: str) -> "BudgetHold":
+        """Reserve a run's rho in the table's account before it starts
+        (BudgetExceededError when it does not fit). Without an account nothing is
+        reserved, but the hold remembers the table, so that what the run spends
+        is counted once the curator sets the table's total."""
         rho = rho_from_epsilon_delta(float(epsilon), float(delta))
-        return account, account.reserve(rho, what, mechanism=mechanism, delta=float(delta))
+        hold = BudgetHold(self.table_fingerprint(), what, mechanism, rho)
+        account = self.dataset_budget()
+        if account is not None:
+            hold.account = account
+            hold.charge = account.reserve(rho, what, mechanism=mechanism, delta=float(delta))
+        return hold
 
-    @staticmethod
-    def settle_budget(held: tuple[BudgetAccount, BudgetCharge] | None,
-                      spent: float | None) -> BudgetCharge | None:
-        """Settle a reservation with what the run spent (None: unknown, the whole
-        reservation stays charged)."""
-        if held is None:
+    def settle_budget(self, hold: "BudgetHold", spent: float | None) -> BudgetCharge | None:
+        """Settle a hold with what the run spent (None: unknown, the whole
+        reservation counts). A run that started before the table had an account
+        is recorded in the account if one exists now, else kept in
+        ``unbudgeted_rho`` until :meth:`set_dataset_budget` records it."""
+        spent = hold.rho if spent is None else float(spent)
+        if hold.charge is not None:
+            return hold.account.settle(hold.charge, spent)
+        if spent <= 0:
             return None
-        account, charge = held
-        return account.settle(charge, charge.rho_reserved if spent is None else float(spent))
+        path = budget_dir() / f"{hold.fingerprint[:32]}.json"
+        if path.exists():
+            account = BudgetAccount.open(path)
+            account.check_table(hold.fingerprint)
+            return account.record_spent(spent, hold.what, mechanism=hold.mechanism)
+        self.unbudgeted_rho[hold.fingerprint] = self.unbudgeted_rho.get(hold.fingerprint, 0.0) + spent
+        return None
 
-    def settle_run(self, held: tuple[BudgetAccount, BudgetCharge] | None, worker) -> None:
+    def settle_run(self, hold: "BudgetHold", worker) -> None:
         """After a background run: settle with its ledger's spend and put the
         account's block (label, total, before, this run, remaining, history)
         in a finished run's report."""
-        charge = self.settle_budget(held, worker.rho_spent)
-        if charge is not None and worker.result is not None:
-            worker.result.report["budget_account"] = held[0].release_block(charge)
+        charge = self.settle_budget(hold, worker.rho_spent)
+        if charge is not None and hold.account is not None and worker.result is not None:
+            worker.result.report["budget_account"] = hold.account.release_block(charge)
+
+
+@dataclass
+class BudgetHold:
+    """A run's link to its table's account: the table, what the run may spend and,
+    when the table has an account, the reservation made for it."""
+
+    fingerprint: str
+    what: str
+    mechanism: str
+    rho: float
+    account: BudgetAccount | None = None
+    charge: BudgetCharge | None = None

@@ -194,6 +194,18 @@ def test_a_workbench_run_is_charged_and_refused_at_the_cap(wb, tmp_path):
     assert (tmp_path / "budgets").is_dir()
 
 
+def test_runs_before_the_total_was_set_are_counted_in_it(wb):
+    wb.start_run()                                    # no account yet: nothing reserved
+    assert wb.worker.wait(120)
+    run = wb.collect()
+    assert run.ok, run.failure
+    assert run.rho_spent > 0
+    acc = wb.set_dataset_budget(1.0, 1e-9, label="titanic")
+    assert acc.spent == pytest.approx(run.rho_spent)
+    assert acc.charges[0].what == "runs in this session before the total was set"
+    assert acc.remaining == pytest.approx(acc.total_rho - run.rho_spent)
+
+
 def test_a_comparison_is_charged_per_job(wb):
     wb.set_dataset_budget(3.0, 1e-9)
     with pytest.raises(BudgetExceededError):          # 2 x 2 runs at eps 2 do not fit
