@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages.sessions import session_workbench
 from synth_core.errors import SynthError
+from synth_core.privacy import cdp_epsilon
 from synth_core.runner import FAILED, STOPPED
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, Workbench
 
@@ -197,11 +198,36 @@ def sidebar(wb: Workbench) -> None:
                         + (f" and {b['compare_runs']} comparison run(s)" if b["compare_runs"] else ""))
         except SynthError as exc:
             show_error(exc)
+        dataset_budget_line(wb)
         if wb.running:
             st.markdown(f":orange[**Running:** {wb.worker.label} (progress on the Run page)]")
         if wb.comparing:
             st.markdown(f":orange[**Comparing:** {wb.sweep.label} (progress on the Compare "
                         "page)]")
+
+
+def budget_text(account, delta: float) -> str:
+    """``spent of total`` in rho, and in epsilon at ``delta``."""
+    spent, total = account.spent, account.total_rho
+    eps = (lambda r: cdp_epsilon(r, delta) if r > 0 else 0.0)
+    return (f"ρ = {spent:.4g} of {total:.4g} spent, {account.remaining:.4g} left "
+            f"(ε = {eps(spent):.3g} of {eps(total):.3g} at δ = {delta:g})")
+
+
+def dataset_budget_line(wb: Workbench) -> None:
+    """The sidebar's line on the loaded table's total budget (its account)."""
+    if wb.data is None:
+        return
+    try:
+        account = wb.dataset_budget()
+    except SynthError as exc:
+        show_error(exc)
+        return
+    if account is None:
+        st.markdown("**Table's total budget:** not set (Data page)")
+        return
+    st.markdown(f"**Table's total budget** ({account.label}): "
+                + budget_text(account, wb.settings.delta))
 
 
 def show_finished_worker(worker, seen_key: str, *, stopped: str, finished: str | None = None,

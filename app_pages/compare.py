@@ -10,7 +10,7 @@ from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_erro
                               show_finished_worker)
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
-from synth_core.workbench import EPSILON_GRID, frame_parquet_bytes
+from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes
 
 POLL_SECONDS = 1.0
 
@@ -22,8 +22,10 @@ st.markdown("Run several mechanisms over a grid of epsilons, a few seeds each, o
             "and delta from the Workload and budget page). Results are saved as they arrive; "
             "starting the same comparison again resumes it.")
 st.warning("Every comparison run uses the private data and spends its own privacy budget (the "
-           "sidebar adds them up). The errors shown are **curator-only**: for choosing settings, "
-           "not for release.", icon=":material/warning:")
+           "sidebar adds them up): each run is charged to the table's total budget (Data page) "
+           "before it starts, and a comparison that would pass it is refused. Choosing the best "
+           "of these runs is itself a use of the private data. The errors shown are "
+           "**curator-only**: for choosing settings, not for release.", icon=":material/warning:")
 
 default_mechs = [m for m in (s.mechanism, "public-only") if m in MECHANISMS]
 if wb.public_mode == "none":
@@ -67,6 +69,12 @@ def progress():
 
 
 progress()
+
+if wb.sweep is not None and wb.sweep.done:
+    refused = [r for r in wb.sweep.rows if r.get("status") == REFUSED]
+    if refused:
+        st.error(f"{len(refused)} run(s) of the last comparison were not run: "
+                 f"{refused[0]['error']}", icon=":material/account_balance_wallet:")
 
 try:
     results, marginals = wb.compare_results()

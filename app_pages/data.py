@@ -3,9 +3,11 @@ edit its schema."""
 
 import streamlit as st
 
+from app_pages.budget_section import budget_section
 from app_pages.common import PAGES, attempt, flash, get_wb, need_data, show_error, show_flashes
 from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS
 from synth_core.errors import SynthError
+from synth_core.tables import MAX_INPUT_ENV, max_input_mb
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, describe_domain
 
 
@@ -30,6 +32,12 @@ show_flashes()
 load_col, sample_col = st.columns(2)
 with load_col.container(border=True):
     st.markdown("**Upload a table** (CSV, CSV.GZ or Parquet; limit set in .streamlit/config.toml)")
+    try:
+        st.caption(f"Input limit: a table (uploaded, or a file on this machine loaded into "
+                   f"memory) is refused past {max_input_mb():g} MB once decompressed; set "
+                   f"`{MAX_INPUT_ENV}` (MB) where the app starts to change it.")
+    except SynthError as exc:
+        show_error(exc)
     up = st.file_uploader("Private table", type=["csv", "gz", "parquet", "pq"], key="upload_data",
                           label_visibility="collapsed")
     if up is not None and st.session_state.get("_loaded_upload") != (up.name, up.size):
@@ -187,5 +195,7 @@ if st.button(f"Leave '{col}' out of the schema", key="drop_column"):
 if col in wb.schema_errors:
     st.error(wb.schema_errors[col], icon=":material/error:")
     st.caption("The schema was not changed.")
+
+budget_section(wb)
 
 st.page_link(PAGES["public"], label="Next: public information", icon=":material/arrow_forward:")

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app_pages.common import (CURATOR_PLOT, PAGES, attempt, curator_header, data_page,
-                              mode_text)
+from app_pages.common import (CURATOR_PLOT, PAGES, attempt, budget_text, curator_header,
+                              data_page, mode_text, show_error)
 from synth_core import charts
 from synth_core.runner import FAILED, FINISHED, RUNNING, STOPPED
 from synth_core.workbench import candidates_frame, events_frame
@@ -23,6 +23,14 @@ try:
                "Workload and budget page.")
 except Exception:  # noqa: BLE001 - the estimate is optional
     pass
+try:
+    account = wb.dataset_budget()
+except Exception as exc:  # noqa: BLE001 - shown, the Start button then refuses too
+    account = None
+    show_error(exc)
+if account is not None:
+    st.caption(f"Charged to the table's total budget before it starts ({account.label}: "
+               f"{budget_text(account, s.delta)}).")
 c1, c2, _ = st.columns([1, 1, 4])
 if c1.button("Start run", type="primary", disabled=wb.running, key="start_run"):
     if attempt(wb.start_run):

@@ -12,7 +12,11 @@ parameters.
 
 Nothing here is written to disk or to the log: the Workbenches are kept in
 the server process's memory, for ``SYNTH_WORKBENCH_SESSION_HOURS`` (24) hours
-after their last use, at most ``SYNTH_WORKBENCH_SESSIONS`` (32) of them.
+after their last use, at most ``SYNTH_WORKBENCH_SESSIONS`` (32) of them. A
+Workbench that holds work (a table loaded, a run or comparison made or going)
+is never evicted to make room: when all of them hold work, a new visitor is
+told that the workbench is full instead. Empty ones make room, least
+recently used first.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import weakref
 
 import streamlit as st
 
-from synth_core.session_registry import EXPIRED, SessionRegistry
+from synth_core.session_registry import EXPIRED, RegistryFull, SessionRegistry
 from synth_core.workbench import Workbench
 
 #: the query parameter that holds the token
@@ -47,13 +51,29 @@ def _env_number(name: str, default: float) -> float:
     return value if value > 0 else default
 
 
+def holds_work(wb: Workbench) -> bool:
+    """A session with a table (also one on disk), runs or comparison runs: never
+    evicted for a new visitor."""
+    return (wb.data is not None or bool(wb.runs) or wb.sweep_runs > 0 or wb.running
+            or wb.comparing)
+
+
 @st.cache_resource(show_spinner=False)
 def registry() -> SessionRegistry:
     """The process's one registry of Workbenches."""
     return SessionRegistry(
         new_workbench, max_entries=max(1, int(_env_number("SYNTH_WORKBENCH_SESSIONS", 32))),
         idle_seconds=_env_number("SYNTH_WORKBENCH_SESSION_HOURS", 24) * 3600,
-        busy=lambda wb: wb.running or wb.comparing)
+        busy=lambda wb: wb.running or wb.comparing, holds=holds_work)
+
+
+def refuse_when_full(exc: RegistryFull) -> None:
+    """Tell a new visitor that every session slot holds someone's work, and stop."""
+    st.error(f"The workbench is serving its maximum of {exc.max_entries} sessions, and each "
+             "holds someone's data or runs, which are never dropped to make room. Try again "
+             "later, or ask the operator to raise SYNTH_WORKBENCH_SESSIONS.",
+             icon=":material/group_off:")
+    st.stop()
 
 
 def session_workbench() -> Workbench:
@@ -67,7 +87,10 @@ def session_workbench() -> Workbench:
         token = reg.keep(state.get(_TOKEN), wb)
     else:
         given = st.query_params.get(PARAM)
-        token, wb, status = reg.open(given)
+        try:
+            token, wb, status = reg.open(given)
+        except RegistryFull as exc:
+            refuse_when_full(exc)
         if status == EXPIRED:
             state[_NOTICE] = True
         state[_WB] = wb

@@ -451,7 +451,7 @@ class Synthesizer:
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,
             public_columns: Sequence[str] = (), data_name: str | None = None,
             public_name: str | None = None, backend: str = "memory",
-            backend_options: dict | None = None,
+            backend_options: dict | None = None, budget=None,
             drop_columns: Sequence[str] = ()) -> Iterator[RoundEvent]:
         """Run the mechanism, yielding a :class:`RoundEvent` per round.
 
@@ -468,7 +468,20 @@ class Synthesizer:
 
         When the generator is exhausted, ``self.result`` holds the
         :class:`RunResult`.
+
+        ``budget`` (a :class:`~synth_core.budget.BudgetAccount`): the run's rho
+        is reserved in the dataset's account before the data is read (refused
+        with BudgetExceededError when the account's total would be passed),
+        settled with what the ledger spent, and summarised in the report's
+        ``budget_account`` block.
         """
+        if budget is not None:
+            from .budget import charged_run
+            yield from charged_run(budget, self, lambda: self.run(
+                data, public, schema=schema, public_flag=public_flag,
+                public_columns=public_columns, data_name=data_name, public_name=public_name,
+                backend=backend, backend_options=backend_options, drop_columns=drop_columns))
+            return
         started = time.perf_counter()
         cfg = self.config
         options = dict(cfg.options)
@@ -593,6 +606,6 @@ class Synthesizer:
 def synthesize(data, public=None, *, mechanism: str = "jam-pgm", **kwargs) -> RunResult:
     """One call: run a mechanism to the end and return the :class:`RunResult`."""
     run_keys = {"schema", "public_flag", "public_columns", "data_name", "public_name", "backend",
-                "backend_options", "drop_columns"}
+                "backend_options", "budget", "drop_columns"}
     run_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in run_keys}
     return Synthesizer(mechanism, **kwargs).fit(data, public, **run_kwargs)

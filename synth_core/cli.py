@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "see docs/backends.md")
     src.add_argument("--no-public", action="store_true",
                      help="ignore the sample's public table")
+    src.add_argument("--max-input-mb", type=float, metavar="MB",
+                     help="refuse a table file larger than MB once decompressed (default: "
+                          "$SYNTH_MAX_INPUT_MB, else 2048)")
     src.add_argument("--drop-columns", metavar="COL,COL,...",
                      help="leave these columns of --data out of the run (the report lists "
                           "them). Without it, a column of --data that is not in the domain "
@@ -134,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "errors, from the private data without noise, and the run's seed) to "
                           "PATH (.json); never release it")
     out.add_argument("--quiet", action="store_true", help="do not print the rounds")
+    _add_budget_arguments(run)
 
     sub.add_parser("samples", help="list the bundled sample datasets")
 
@@ -184,6 +188,34 @@ examples:
 """
 
 
+def _add_budget_arguments(run) -> None:
+    budget = run.add_argument_group(
+        "total budget of the table (every run on it is charged; see docs/trust.md)")
+    budget.add_argument("--budget-file", metavar="PATH",
+                        help="the table's budget account (JSON): the run's rho is reserved in "
+                             "it before the run starts, and the run refused when the table's "
+                             "total would be passed; created if missing (needs "
+                             "--budget-total-epsilon); an existing account must belong to this "
+                             "table (same content)")
+    budget.add_argument("--budget-total-epsilon", type=float, metavar="E",
+                        help="with a new --budget-file: the table's total epsilon")
+    budget.add_argument("--budget-delta", type=float, metavar="D",
+                        help="with a new --budget-file: the total's delta (default: --delta)")
+
+
+def _budget_account(args, data):
+    """The --budget-file account of the run's table (None without --budget-file)."""
+    if not args.budget_file:
+        return None
+    from .budget import open_for_table, table_fingerprint
+    from .tables import load_table
+    table = load_table(data) if args.backend == "memory" and not hasattr(data, "columns") else data
+    label = args.sample or str(args.data)
+    return open_for_table(args.budget_file, fingerprint=table_fingerprint(table), label=label,
+                          epsilon=args.budget_total_epsilon,
+                          delta=args.budget_delta if args.budget_delta is not None else args.delta)
+
+
 def _parse_options(items) -> dict:
     """``KEY=VALUE`` strings to mechanism options (numbers where they parse as numbers)."""
     out = {}
@@ -217,7 +249,9 @@ def _parse_columns(value: str | None, flag: str) -> tuple[str, ...]:
 
 def _run(args) -> int:
     from .api import Synthesizer, check_outputs, load_sample
+    from .tables import set_max_input_mb
 
+    set_max_input_mb(args.max_input_mb)
     if bool(args.data) == bool(args.sample):
         raise SynthError("Give exactly one of --data PATH or --sample NAME.",
                          hint="'synth samples' lists the bundled samples.")
@@ -256,9 +290,10 @@ def _run(args) -> int:
         f"({args.neighbours} DP), workload {args.workload}, {synth.config.run_mode} mode")
     public_columns = _parse_columns(args.public_columns, "--public-columns")
     drop_columns = _parse_columns(args.drop_columns, "--drop-columns")
+    budget = _budget_account(args, data)
     for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
                            public_columns=public_columns, data_name=data_name,
-                           public_name=public_name, backend=args.backend,
+                           public_name=public_name, backend=args.backend, budget=budget,
                            drop_columns=drop_columns):
         say(event.describe())
     result = synth.result
@@ -279,6 +314,8 @@ def _run(args) -> int:
         print("synth: warning: seeded research run: anyone who learns or guesses the seed can "
               "remove the noise, so the report is not fit for publication (release mode: run "
               "without --seed).", file=sys.stderr)
+    if budget is not None:
+        say(f"table's total budget ({budget.label}): {budget.left_text(args.delta)} left")
     if result.inputs.schema.source == "private":
         say("WARNING: the domain was read off the private data and is NOT privacy-protected; "
             "declare a schema with --schema.")

@@ -28,7 +28,6 @@ disk) and defers to them otherwise.
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -409,10 +408,10 @@ class DiskTableMixin:
             result.inputs.data.private.close()
         return run
 
-    def reproduce_command(self, s=None) -> str:
-        command = super().reproduce_command(s)
+    def _reproduce_data_args(self) -> list[str]:
+        """A file on disk is named by its resolved (absolute) path, with
+        ``--backend duckdb`` when it is counted out of core."""
         if self.disk is None:
-            return command
+            return super()._reproduce_data_args()
         extra = ["--backend", "duckdb"] if self.out_of_core else []
-        old = shlex.join(["--data", self.data_name or "data.csv"])
-        return command.replace(old, shlex.join(["--data", str(self.disk.path)] + extra), 1)
+        return ["--data", str(self.disk.path)] + extra

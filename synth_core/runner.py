@@ -52,8 +52,9 @@ class _BackgroundWorker:
     it with ``_finish(status)``.
     """
 
-    def __init__(self, label: str, thread_name: str):
+    def __init__(self, label: str, thread_name: str, on_done=None):
         self.label = label
+        self._on_done = on_done
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._status = PENDING
@@ -103,6 +104,11 @@ class _BackgroundWorker:
     # -- the thread ------------------------------------------------------------
 
     def _finish(self, status: str) -> None:
+        if self._on_done is not None:   # before ``done``: e.g. a budget is settled first
+            try:
+                self._on_done(self)
+            except Exception:  # noqa: BLE001 - the worker's own outcome stands
+                log.exception("after-run step of %s failed", self.label)
         with self._lock:
             self._status = status
             self.finished_at = time.time()
@@ -118,12 +124,15 @@ class _BackgroundWorker:
 class RunWorker(_BackgroundWorker):
     """Runs one synthesis in a daemon thread and collects its events."""
 
-    def __init__(self, synthesizer: Synthesizer, run_kwargs: dict, *, label: str = ""):
+    def __init__(self, synthesizer: Synthesizer, run_kwargs: dict, *, label: str = "",
+                 on_done=None):
+        """``on_done(worker)`` is called in the thread when the run ended (finished,
+        stopped or failed), before ``done`` becomes true."""
         self.synthesizer = synthesizer
         self.run_kwargs = dict(run_kwargs)
         self._events: list[RoundEvent] = []
         self.result: RunResult | None = None
-        super().__init__(label, f"synth-run {label}")
+        super().__init__(label, f"synth-run {label}", on_done)
 
     # -- state -----------------------------------------------------------------
 

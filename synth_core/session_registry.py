@@ -14,12 +14,17 @@ Guarantees:
   to another object (:meth:`SessionRegistry.keep` issues a new token instead);
   an unknown, malformed or expired token finds nothing;
 - entries idle for longer than ``idle_seconds`` expire, unless ``busy(obj)``
-  says they are still working (a run in progress);
-- at most ``max_entries`` are kept: a new entry first evicts the least
-  recently used one that is not busy (if all are busy, the least recently
-  used one). An evicted object lives on for whoever still holds it (the
-  session that owns it puts it back with :meth:`keep`); only re-attaching by
-  token stops working;
+  says they are still working (a run in progress); this idle expiry applies
+  to every entry, also to one that holds work;
+- at most ``max_entries`` are kept. A new entry may evict only an entry that
+  holds no work (``holds(obj)`` false: e.g. no data loaded, no run) and is
+  not busy, the least recently used such one. When every entry holds work,
+  :meth:`SessionRegistry.create` (and :meth:`~SessionRegistry.open` without a
+  known token) raises :class:`RegistryFull` instead: a stranger opening the
+  app can never push someone's session out. An evicted object lives on for
+  whoever still holds it (the session that owns it puts it back with
+  :meth:`keep`, when there is room); only re-attaching by token stops
+  working;
 - every operation holds one lock (sessions run in their own threads).
 
     reg = SessionRegistry(Workbench)
@@ -49,6 +54,14 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,128}")
 NEW, ATTACHED, EXPIRED = "new", "attached", "expired"
 
 
+class RegistryFull(RuntimeError):
+    """Every entry holds work: no room for a new one (nothing was evicted)."""
+
+    def __init__(self, max_entries: int):
+        self.max_entries = max_entries
+        super().__init__(f"the registry holds its maximum of {max_entries} sessions with work")
+
+
 @dataclass
 class _Entry(Generic[T]):
     obj: T
@@ -60,6 +73,7 @@ class SessionRegistry(Generic[T]):
 
     def __init__(self, factory: Callable[[], T], *, max_entries: int = 32,
                  idle_seconds: float = 24 * 3600.0, busy: Callable[[T], bool] | None = None,
+                 holds: Callable[[T], bool] | None = None,
                  clock: Callable[[], float] = time.monotonic, token_bytes: int = TOKEN_BYTES):
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
@@ -69,6 +83,7 @@ class SessionRegistry(Generic[T]):
         self.max_entries = int(max_entries)
         self.idle_seconds = float(idle_seconds)
         self._busy = busy or (lambda obj: False)
+        self._holds = holds or (lambda obj: False)
         self._clock = clock
         self._token_bytes = int(token_bytes)
         self._lock = threading.Lock()
@@ -105,6 +120,15 @@ class SessionRegistry(Generic[T]):
         except Exception:  # noqa: BLE001 - a broken predicate must not break lookups
             return False
 
+    def _may_evict(self, obj: T) -> bool:
+        """Only an entry that neither works nor holds work may make room."""
+        if self._is_busy(obj):
+            return False
+        try:
+            return not self._holds(obj)
+        except Exception:  # noqa: BLE001 - when in doubt, keep it
+            return False
+
     def _expire_locked(self, now: float) -> None:
         stale = [k for k, e in self._entries.items()
                  if now - e.last_seen > self.idle_seconds and not self._is_busy(e.obj)]
@@ -112,10 +136,16 @@ class SessionRegistry(Generic[T]):
             del self._entries[k]
 
     def _make_room_locked(self) -> None:
-        while len(self._entries) >= self.max_entries:
-            victim = next((k for k, e in self._entries.items() if not self._is_busy(e.obj)),
-                          next(iter(self._entries)))
-            del self._entries[victim]
+        """Evict least recently used entries without work until one more fits;
+        RegistryFull (nothing evicted) if that is not possible."""
+        if len(self._entries) < self.max_entries:
+            return
+        spare = [k for k, e in self._entries.items() if self._may_evict(e.obj)]
+        excess = len(self._entries) - self.max_entries + 1
+        if len(spare) < excess:
+            raise RegistryFull(self.max_entries)
+        for k in spare[:excess]:
+            del self._entries[k]
 
     def _add_locked(self, key: bytes, obj: T, now: float) -> None:
         self._make_room_locked()
@@ -124,13 +154,14 @@ class SessionRegistry(Generic[T]):
     # ---------------------------------------------------------------- public
 
     def create(self) -> tuple[str, T]:
-        """A fresh object under a new token."""
-        obj = self._factory()
+        """A fresh object under a new token (RegistryFull when every entry holds work)."""
         with self._lock:
             now = self._clock()
             self._expire_locked(now)
+            self._make_room_locked()
+            obj = self._factory()
             token, key = self._new_token()
-            self._add_locked(key, obj, now)
+            self._entries[key] = _Entry(obj, now)
         return token, obj
 
     def get(self, token) -> T | None:
@@ -153,7 +184,8 @@ class SessionRegistry(Generic[T]):
         Returns ``(token, object, status)``: status ``attached`` (the token's
         object), ``new`` (no token given: a fresh object and token) or
         ``expired`` (a token was given but is unknown, malformed or expired:
-        a fresh object under a new token).
+        a fresh object under a new token). Raises RegistryFull when a fresh
+        object is needed and every entry holds work.
         """
         if token:
             obj = self.get(token)
@@ -166,7 +198,9 @@ class SessionRegistry(Generic[T]):
         """Make sure ``token`` still leads to ``obj`` (its holder is using it):
         mark it used, or put it back if it expired or was evicted. Returns the
         token to use from now on: ``token`` itself, or a new one when ``token``
-        is missing, malformed or (never expected) bound to another object."""
+        is missing, malformed or (never expected) bound to another object.
+        When the registry is full of entries with work, the object is not put
+        back (its holder keeps using it; its link finds nothing meanwhile)."""
         key = self._key(token)
         with self._lock:
             now = self._clock()
@@ -177,11 +211,17 @@ class SessionRegistry(Generic[T]):
                 self._entries.move_to_end(key)
                 return token
             if entry is None and key is not None:
-                self._add_locked(key, obj, now)
+                self._put_back_locked(key, obj, now)
                 return token
             token, key = self._new_token()
-            self._add_locked(key, obj, now)
+            self._put_back_locked(key, obj, now)
             return token
+
+    def _put_back_locked(self, key: bytes, obj: T, now: float) -> None:
+        try:
+            self._add_locked(key, obj, now)
+        except RegistryFull:
+            pass   # its holder still has it; nobody else's entry is given up for it
 
     def remove(self, token) -> bool:
         """Forget ``token`` (True if it was known)."""

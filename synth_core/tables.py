@@ -1,15 +1,23 @@
 """Loading tables and splitting them into private and public parts.
 
 ``load_table`` reads CSV (optionally gzipped) and Parquet files and turns
-every problem into a DataError that names the file. ``PublicInfo`` describes
+every problem into a DataError that names the file. Every read is bounded:
+a file whose decompressed bytes (Parquet: its decoded size) pass
+:func:`max_input_bytes` is refused before it is parsed, and every stream a
+load or a diagnostic opens counts its decompressed bytes and stops at the
+bound, so a small file that expands to gigabytes (a compression bomb) costs
+at most one streaming pass. ``PublicInfo`` describes
 the public information of a run (public rows and/or public columns), and
 ``prepare_tables`` turns the private and public tables into integer codes.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
+import io
+import os
 import re
 import warnings
 import zlib
@@ -26,9 +34,115 @@ CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ENCODINGS = ("utf-8", "utf-8-sig")
 
+#: the default bound on a table file's size once decompressed, in MB (2^20 bytes)
+MAX_INPUT_MB_DEFAULT = 2048.0
+#: the environment variable that sets the bound (the app's setting)
+MAX_INPUT_ENV = "SYNTH_MAX_INPUT_MB"
+#: bytes per MB
+MB = 2 ** 20
+#: chunk size of the streaming passes
+_CHUNK = MB
+
 _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 _TRUE = {"true", "yes", "1"}
 _FALSE = {"false", "no", "0"}
+
+
+# ---------------------------------------------------------------- input bound
+
+_max_input_mb: float | None = None   # set_max_input_mb's value (None: the environment's)
+
+
+def _positive_mb(value, what: str) -> float:
+    """``value`` as a positive number of MB (ConfigError naming ``what`` if not)."""
+    try:
+        mb = float(value)
+    except (TypeError, ValueError):
+        mb = float("nan")
+    if not mb > 0 or mb == float("inf"):
+        raise ConfigError(f"{what} must be a positive number of MB, got {value!r}.",
+                          hint=f"For example {MAX_INPUT_MB_DEFAULT:g}.")
+    return mb
+
+
+def set_max_input_mb(mb: float | None) -> None:
+    """Bound every table load of this process to ``mb`` MB decompressed
+    (``synth run --max-input-mb``); None goes back to ``$SYNTH_MAX_INPUT_MB``
+    or the default."""
+    global _max_input_mb
+    _max_input_mb = None if mb is None else _positive_mb(mb, "--max-input-mb")
+
+
+def max_input_mb() -> float:
+    """The bound in MB: :func:`set_max_input_mb`'s, else ``$SYNTH_MAX_INPUT_MB``,
+    else :data:`MAX_INPUT_MB_DEFAULT` (2048)."""
+    if _max_input_mb is not None:
+        return _max_input_mb
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    return _positive_mb(raw, MAX_INPUT_ENV) if raw else MAX_INPUT_MB_DEFAULT
+
+
+def max_input_bytes() -> int:
+    """The bound in bytes: ``floor(max_input_mb() * 2^20)``."""
+    return int(max_input_mb() * MB)
+
+
+def _too_large(label: str, path: Path, what: str) -> DataError:
+    """The one-line refusal of a file past the bound."""
+    return DataError(f"'{label}' is larger than the input limit of {max_input_mb():g} MB "
+                     f"{what}; it was not loaded.",
+                     hint=f"Raise the limit with 'synth run --max-input-mb MB' or the "
+                          f"{MAX_INPUT_ENV} environment variable (the app), or load a "
+                          "smaller file.", path=str(path))
+
+
+class _BoundedReader(io.RawIOBase):
+    """A binary stream passing ``raw``'s bytes through and counting them; once
+    more than ``limit`` bytes have come through it raises the refusal
+    (:func:`_too_large`), so no reader gets more than ``limit`` + one chunk."""
+
+    def __init__(self, raw, limit: int, label: str, path: Path):
+        self._raw, self._limit, self._label, self._path = raw, limit, label, path
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        self.count += n
+        if self.count > self._limit:
+            raise _too_large(self._label, self._path, "decompressed")
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _is_gzip(path: Path) -> bool:
+    return path.name.lower().endswith(".gz")
+
+
+def _open_binary(path: Path, label: str) -> io.BufferedReader:
+    """The file's decompressed bytes (gunzipped for ``.gz``), bounded by
+    :func:`max_input_bytes`."""
+    raw = gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
+    return io.BufferedReader(_BoundedReader(raw, max_input_bytes(), label, path), _CHUNK)
+
+
+def _check_csv_size(path: Path, label: str) -> None:
+    """Refuse a CSV file past the bound before parsing it: a plain file by its
+    size on disk, a gzip file by one streaming pass that counts its
+    decompressed bytes in 1 MB chunks and stops at the bound (the gzip
+    trailer's size field is not trusted: it is the size modulo 2^32)."""
+    if not _is_gzip(path):
+        if path.stat().st_size > max_input_bytes():
+            raise _too_large(label, path, "on disk")
+        return
+    with _open_binary(path, label) as handle:
+        while handle.read(_CHUNK):
+            pass
 
 
 # ---------------------------------------------------------------- loading
@@ -54,7 +168,8 @@ def load_table(path, *, name: str | None = None) -> pd.DataFrame:
     ``name`` is how errors refer to the file (e.g. the original name of an
     upload); it defaults to ``path``. Only empty cells are missing values
     (text such as "NA" is kept as text). Spaces around column names and text
-    cells are removed. The result has a fresh RangeIndex.
+    cells are removed. The result has a fresh RangeIndex. A file past
+    :func:`max_input_bytes` once decompressed is refused (DataError).
     """
     path = Path(path)
     label = name or str(path)
@@ -74,32 +189,33 @@ def load_table(path, *, name: str | None = None) -> pd.DataFrame:
 
 
 def _read_csv(path: Path, label: str) -> pd.DataFrame:
-    gz = path.name.lower().endswith(".gz")
-    for encoding in ENCODINGS:
-        try:
-            return _read_csv_as(path, label, encoding)
-        except UnicodeDecodeError:
-            continue
-        except (OSError, EOFError, zlib.error) as exc:  # damaged or not gzip; unreadable
-            what = "a valid gzip file" if gz else "readable"
-            raise DataError(f"cannot read '{label}': it is not {what} "
-                            f"({str(exc).strip().rstrip('.') or type(exc).__name__}).",
-                            hint="Check that the file is complete; a .csv.gz file must be "
-                                 "gzip-compressed CSV." if gz else "Check the file's permissions.",
-                            path=str(path)) from None
-    line = _first_undecodable_line(path)
+    gz = _is_gzip(path)
+    try:
+        _check_csv_size(path, label)
+        for encoding in ENCODINGS:
+            try:
+                return _read_csv_as(path, label, encoding)
+            except UnicodeDecodeError:
+                continue
+    except (OSError, EOFError, zlib.error) as exc:  # damaged or not gzip; unreadable
+        what = "a valid gzip file" if gz else "readable"
+        raise DataError(f"cannot read '{label}': it is not {what} "
+                        f"({str(exc).strip().rstrip('.') or type(exc).__name__}).",
+                        hint="Check that the file is complete; a .csv.gz file must be "
+                             "gzip-compressed CSV." if gz else "Check the file's permissions.",
+                        path=str(path)) from None
+    line = _first_undecodable_line(path, label)
     where = f" (line {line})" if line else ""
-    looks = _looks_like(path)
+    looks = _looks_like(path, label)
     raise DataError(f"cannot decode '{label}'{where}: it is not UTF-8 text "
                     f"(tried {', '.join(ENCODINGS)}){looks}.",
                     hint="Save the file as UTF-8 (in Excel: 'CSV UTF-8').", path=str(path))
 
 
-def _looks_like(path: Path) -> str:
+def _looks_like(path: Path, label: str) -> str:
     """What an undecodable file seems to be, for the error message ("" if unsure)."""
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        with opener(path, "rb") as handle:
+        with _open_binary(path, label) as handle:
             head = handle.read(4096)
     except (OSError, EOFError, zlib.error):
         return ""
@@ -118,17 +234,18 @@ def _read_csv_as(path: Path, label: str, encoding: str) -> pd.DataFrame:
     options = dict(encoding=encoding, keep_default_na=False, na_values=[""],
                    index_col=False, low_memory=False)
     try:
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, **options)
+        with _open_binary(path, label) as handle:
+            header = pd.read_csv(handle, header=None, nrows=1, dtype=str, **options)
         names = _clean_names(header.iloc[0].tolist(), label, path)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _open_binary(path, label) as handle:
             # A first data row longer than the header only warns, and loses data.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(path, **options)
+            df = pd.read_csv(handle, **options)
     except pd.errors.EmptyDataError:
         raise DataError(f"'{label}' is empty: it has no header row.",
                         hint="Check that you picked the right file.", path=str(path)) from None
     except pd.errors.ParserWarning:
-        line, fields = _first_long_row(path, encoding, len(names))
+        line, fields = _first_long_row(path, label, encoding, len(names))
         raise _ragged_error(label, path, line, fields, len(names)) from None
     except pd.errors.ParserError as exc:
         match = _RAGGED.search(str(exc))
@@ -147,37 +264,52 @@ def _ragged_error(label, path, line, fields, expected) -> DataError:
                           "or a missing header name.", path=str(path))
 
 
-def _open_text(path: Path, encoding: str):
-    if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding=encoding, newline="")
-    return open(path, encoding=encoding, newline="")
+def _open_text(path: Path, label: str, encoding: str):
+    """The file's decompressed text, bounded as :func:`_open_binary`."""
+    return io.TextIOWrapper(_open_binary(path, label), encoding=encoding, newline="")
 
 
-def _first_long_row(path: Path, encoding: str, expected: int) -> tuple[int | str, int]:
-    """Line number and field count of the first row longer than the header."""
-    with _open_text(path, encoding) as handle:
+def _first_long_row(path: Path, label: str, encoding: str,
+                    expected: int) -> tuple[int | str, int]:
+    """Line number and field count of the first row longer than the header
+    (``"?"`` if the csv module cannot find it, e.g. a field past its size limit)."""
+    with _open_text(path, label, encoding) as handle:
         reader = csv.reader(handle)
-        next(reader, None)
-        for row in reader:
-            if len(row) > expected:
-                return reader.line_num, len(row)
+        try:
+            next(reader, None)
+            for row in reader:
+                if len(row) > expected:
+                    return reader.line_num, len(row)
+        except csv.Error:
+            pass
     return "?", expected + 1
 
 
-def _first_undecodable_line(path: Path) -> int | None:
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return raw.count(b"\n", 0, exc.start) + 1
-    return None
+def _first_undecodable_line(path: Path, label: str) -> int | None:
+    """The line (1-based) of the first byte that is not UTF-8, streaming: the
+    bytes are decoded in 1 MB chunks (an incremental decoder carries a
+    character split between chunks) and the newlines before the error are
+    counted, so it stops at the first bad byte and never holds the file."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    newlines = 0
+    with _open_binary(path, label) as handle:
+        while True:
+            chunk = handle.read(_CHUNK)
+            pending = decoder.getstate()[0]   # a character's first bytes, held back
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                return newlines + (pending + chunk).count(b"\n", 0, exc.start) + 1
+            if not chunk:
+                return None
+            newlines += chunk.count(b"\n")
 
 
 def _read_parquet(path: Path, label: str) -> pd.DataFrame:
     try:
-        df = pd.read_parquet(path)
+        df = _read_parquet_bounded(path, label)
+    except DataError:
+        raise
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot read '{label}' as Parquet: {str(exc).rstrip('.')}.",
                         hint="Check that the file is a Parquet file.", path=str(path)) from None
@@ -192,6 +324,32 @@ def _read_parquet(path: Path, label: str) -> pd.DataFrame:
                                 hint="Flatten or drop that column before loading the file.",
                                 column=name, path=str(path))
     return df
+
+
+def _read_parquet_bounded(path: Path, label: str) -> pd.DataFrame:
+    """Read a Parquet file within :func:`max_input_bytes`. Refused before
+    reading when its footer says more: the data's uncompressed size, or
+    8 bytes per value (rows x columns; a run-length or dictionary encoded
+    column can be far smaller on disk than in memory). Then read in batches
+    of 65,536 rows whose Arrow sizes are added up, stopping at the bound
+    (a footer can lie)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    limit = max_input_bytes()
+    with pq.ParquetFile(path) as parquet:
+        meta = parquet.metadata
+        stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if max(stored, 8 * meta.num_rows * meta.num_columns) > limit:
+            raise _too_large(label, path, "decoded (from its footer)")
+        batches, size = [], 0
+        for batch in parquet.iter_batches(batch_size=65_536):
+            size += batch.nbytes
+            if size > limit:
+                raise _too_large(label, path, "decoded")
+            batches.append(batch)
+        table = pa.Table.from_batches(batches, schema=parquet.schema_arrow)
+    return table.to_pandas()
 
 
 def _clean_names(raw: list, label: str, path: Path) -> list[str]:

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from .api import RunConfig, RunResult, Synthesizer, list_samples, load_sample, prepare_inputs
-from .errors import ConfigError, DataError, SchemaError, SynthError, WorkloadError
+from .errors import (BudgetExceededError, ConfigError, DataError, SchemaError, SynthError,
+                     WorkloadError)
 from .evaluate import per_marginal_errors
 from .mechanisms import MECHANISMS, make_mechanism
 from .privacy import cdp_epsilon, rho_from_epsilon_delta
@@ -43,12 +44,15 @@ from .schema import ColumnSpec, Schema, infer_schema
 from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicInfo, PublicRows, load_table
 from .workload import Workload, parse_workload
 from .workbench_whatif import WhatIfMixin
+from .workbench_budget import DatasetBudgetMixin
 from .disk_table import DiskTableMixin
 
 #: epsilon choices of the log-scale slider
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 #: delta choices
 DELTA_GRID = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12)
+#: a Compare job the table's total budget did not admit (not run, not stored)
+REFUSED = "refused"
 #: the prefix of the flag column the workbench adds for a row filter; the
 #: column's full name says which rows are public ("public if sex in F")
 FILTER_FLAG = "public if "
@@ -59,6 +63,81 @@ def _filter_flag_name(column: str, values: Sequence) -> str:
     if len(shown) > 60:
         shown = shown[:57] + "..."
     return f"{FILTER_FLAG}{column} in {shown}"
+
+
+#: mechanism options that ``synth run`` takes as flags of their own
+OPTION_FLAGS = {"conditional": "--conditional", "condition_max_mb": "--condition-max-mb"}
+
+
+def _comment(text: str) -> str:
+    """``text`` as one shell comment line. Characters that are not printable
+    (newline, carriage return, other control characters, Unicode line
+    separators) are shown as escapes (``\\n``), so the comment ends only at
+    its own end of line and nothing after it can run."""
+    return "# " + "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+
+
+def _arg(flag: str, value) -> list[str]:
+    """A flag and its value as command arguments: ``[flag, value]``, or
+    ``[flag=value]`` when the value starts with ``-`` (the CLI's parser would
+    take it for an option)."""
+    value = str(value)
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
+def _number(x: float) -> str:
+    """``x`` in short form (``%g``) when that reads back as the same float, else
+    in full (``repr``), so the command repeats the exact budget."""
+    short = f"{x:g}"
+    return short if float(short) == float(x) else repr(float(x))
+
+
+def _option_value(value) -> str | None:
+    """A mechanism option value as the CLI's ``--option KEY=VALUE`` reads it
+    (numbers, text, or a comma-separated list of numbers); None if it has no
+    such form (a flag, a nested value)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return _number(value)
+    if isinstance(value, (int, str)):
+        return str(value)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                for v in value):
+        return ",".join(map(str, value))
+    return None
+
+
+def _option_args(options: dict) -> tuple[list[str], list[str]]:
+    """``synth run`` arguments for a run's mechanism options, and notes on those
+    it cannot take: flags for :data:`OPTION_FLAGS` (``--condition-max-mb``
+    only with ``--conditional``, as the CLI requires), ``--option KEY=VALUE``
+    for the others."""
+    args, notes = [], []
+    for key, value in options.items():
+        if key == "public_columns":          # given by --public-columns
+            continue
+        if key == "conditional":
+            args += [OPTION_FLAGS[key]] if value else []
+        elif key == "condition_max_mb" and not options.get("conditional"):
+            notes.append(f"option {key}={value} left out: it applies to conditional runs only")
+        elif key in OPTION_FLAGS:
+            args += _arg(OPTION_FLAGS[key], _number(value))
+        elif (text := _option_value(value)) is not None:
+            args += _arg("--option", f"{key}={text}")
+        else:
+            notes.append(f"mechanism option {key}={value!r} has no command-line form")
+    return args, notes
+
+
+def _column_list_notes(columns) -> list[str]:
+    """Notes on column names a comma-separated ``--public-columns`` list cannot
+    carry (the CLI splits at commas and strips spaces)."""
+    bad = [c for c in columns if "," in c or c != c.strip()]
+    if not bad:
+        return []
+    return [f"the CLI cannot name the column(s) {', '.join(map(repr, bad))} in --public-columns "
+            "(a comma, or spaces at either end): rename them in the table"]
 
 
 DOMAIN_SOURCE_TEXT = {
@@ -280,9 +359,22 @@ class _CompareMixin:
         sweep = self.compare_sweep(mechanisms, epsilons, seeds)
         store = self.compare_store()
         todo = {j.run_id: j for j in pending_jobs(sweep, store)[0]}
+        self.check_budget_fits([j.config.epsilon for j in todo.values()], self.settings.delta,
+                               f"this comparison ({len(todo)} runs)")
 
         def run_one(job, should_stop):
-            row, marginals = run_job(todo[job["run_id"]], should_stop=should_stop)
+            j = todo[job["run_id"]]
+            # each job is charged to the table's account before it reads the data
+            try:
+                held = self.reserve_budget(j.config.epsilon, j.config.delta,
+                                           f"compare: {j.label()}", j.config.mechanism)
+            except BudgetExceededError as exc:   # not run, not stored: shown on the page
+                return {**job, "status": REFUSED, "error": str(exc)}
+            row = None
+            try:
+                row, marginals = run_job(j, should_stop=should_stop)
+            finally:
+                self.settle_budget(held, (row or {}).get("rho_spent"))
             if row["status"] == STOPPED_RUN:
                 self.sweep_rho += row["rho_spent"]
                 return None
@@ -290,6 +382,8 @@ class _CompareMixin:
             return row
 
         def on_row(row):
+            if row["status"] == REFUSED:
+                return
             self.sweep_runs += 1
             if row.get("rho_spent"):
                 self.sweep_rho += float(row["rho_spent"])
@@ -313,7 +407,7 @@ class _CompareMixin:
         return self.public_proxy_errors()[0]
 
 
-class _WorkbenchCore(_CompareMixin, WhatIfMixin):
+class _WorkbenchCore(_CompareMixin, WhatIfMixin, DatasetBudgetMixin):
     """A session's state: data, schema, public information, settings, runs.
     (:class:`Workbench` is this with a table on disk, :mod:`synth_core.disk_table`.)"""
 
@@ -352,6 +446,9 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         self.sweep: SweepWorker | None = None
         self.sweep_rho = 0.0             # budget the comparison runs of this session spent
         self.sweep_runs = 0
+        #: rho this session's runs spent on tables without an account, by table
+        #: fingerprint (recorded in the account when the curator sets the total)
+        self.unbudgeted_rho: dict[str, float] = {}
         self.worker_settings: RunSettings | None = None
         self.runs: list[FinishedRun] = []
         self._proxy_cache: dict = {}
@@ -878,7 +975,11 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         self.validate_settings(s)
         synth = self._synthesizer(s)
         label = f"{s.mechanism}, ε={s.epsilon:g} on {self.data_name}"
-        self.worker = RunWorker(synth, self.run_kwargs(), label=label).start()
+        kwargs = self.run_kwargs()
+        # charged to the table's account before the run reads the data; settled when it ends
+        held = self.reserve_budget(s.epsilon, s.delta, label, s.mechanism)
+        self.worker = RunWorker(synth, kwargs, label=label,
+                                on_done=lambda w: self.settle_run(held, w)).start()
         self.worker_settings = s
         self._worker_reproduce = self.reproduce_command(s)
         self._worker_data = self.data_name
@@ -965,33 +1066,38 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
         return run.files
 
     def reproduce_command(self, s: RunSettings | None = None) -> str:
-        """A CLI command (with comments) that repeats a run with these settings."""
+        """A ``synth run`` command (with comments) that repeats a run with these settings.
+
+        Inert whatever the data holds: every argument is shell-quoted
+        (``shlex.quote``) and every comment shows its text through
+        :func:`_comment`, so a file, column or category name can neither end a
+        comment line nor a quoted argument. The command carries no seed (a
+        seed regenerates a research-mode run's noise); a seeded run gets a
+        comment saying that the exact repeat needs it.
+        """
         s = s or self.settings
         self.require_data()
         notes = []
-        args = ["synth", "run"]
+        args = ["synth", "run"] + self._reproduce_data_args()
         breaks = []  # where the printed command continues on a new line
-        if self.sample_name:
-            args += ["--sample", self.sample_name]
-        else:
-            args += ["--data", self.data_name or "data.csv"]
         if self.public_mode == "table":
             if not (self.sample_name and self.public_name == self._sample_public_name()):
-                args += ["--public", self.public_name or "public.csv"]
+                args += _arg("--public", self.public_name or "public.csv")
         else:
             if self.sample_name and self._sample_public_name():
                 args += ["--no-public"]
             if self.public_mode == "flag":
-                args += ["--public-flag", self.public_flag]
+                args += _arg("--public-flag", self.public_flag)
             elif self.public_mode == "filter":
                 col, vals = self.public_filter
                 flag = next(f for f in ("is_public", "is_public_row", "public_row_flag")
                             if f not in self.data.columns)
                 args += ["--public-flag", flag]
-                notes.append(f"# add a column {flag} to the table: true where {col} is one of "
+                notes.append(f"add a column {flag} to the table: true where {col} is one of "
                              f"{', '.join(map(str, vals))}")
         if self.public_columns:
-            args += ["--public-columns", ",".join(self.public_columns)]
+            args += _arg("--public-columns", ",".join(self.public_columns))
+            notes += _column_list_notes(self.public_columns)
         declared_sample = (self.sample_name and not self.schema_edited
                            and self.schema is self.sample_schema)
         # without --schema the CLI reads the domain off the public rows, else the private table
@@ -1000,33 +1106,41 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin):
                            and self.schema.source == cli_source)
         if not declared_sample and not cli_infers_same:
             args += ["--schema", "schema.json"]
-            notes.append("# schema.json: download it from the Release page")
+            notes.append("schema.json: download it from the Release page")
             if self.schema.source != "declared":
-                notes.append(f"# note: this domain was read off the {self.schema.source} data; "
+                notes.append(f"note: this domain was read off the {self.schema.source} data; "
                              "the CLI will record it as declared")
         breaks.append(len(args))
-        args += ["--mechanism", s.mechanism, "--epsilon", f"{s.epsilon:g}", "--delta", f"{s.delta:g}",
-                 "--neighbours", s.neighbours]
+        args += ["--mechanism", s.mechanism, "--epsilon", _number(s.epsilon),
+                 "--delta", _number(s.delta), "--neighbours", s.neighbours]
+        option_args, option_notes = _option_args(s.options)
+        args += option_args
+        notes += option_notes
         breaks.append(len(args))
-        args += ["--workload", s.workload]
+        args += _arg("--workload", s.workload)
         if s.rounds is not None:
             args += ["--rounds", str(s.rounds)]
+        if s.mode is not None or s.seed is not None:
+            args += ["--mode", s.run_mode]
         if s.seed is not None:
-            args += ["--seed", str(s.seed)]
-        if s.mode is not None:
-            args += ["--mode", s.mode]
+            notes.append("this run was seeded: an exact repeat needs its seed, which is kept "
+                         "in the curator-only diagnostics (not in this script)")
         breaks.append(len(args))
-        args += ["--max-model-size", f"{s.max_model_size:g}"]
+        args += ["--max-model-size", _number(s.max_model_size)]
         if s.fit_iters is not None:
             args += ["--fit-iters", str(s.fit_iters)]
-        args += ["--final-fit-iters", str(s.final_fit_iters), "--fit-tol", f"{s.fit_tol:g}"]
+        args += ["--final-fit-iters", str(s.final_fit_iters), "--fit-tol", _number(s.fit_tol)]
         breaks.append(len(args))
         args += ["--out", "synthetic.csv", "--report", "report.json"]
-        if s.options:
-            notes.append("# mechanism options " + json.dumps(s.options) + " are not CLI options")
         bounds = [0] + breaks + [len(args)]
         lines = [shlex.join(args[a:b]) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-        return "\n".join(notes + [" \\\n  ".join(lines)])
+        return "\n".join([_comment(n) for n in notes] + [" \\\n  ".join(lines)])
+
+    def _reproduce_data_args(self) -> list[str]:
+        """The command's private table: a bundled sample, or the loaded file's name."""
+        if self.sample_name:
+            return ["--sample", self.sample_name]
+        return _arg("--data", self.data_name or "data.csv")
 
     def _sample_public_name(self) -> str | None:
         if not self.sample_name:

@@ -222,3 +222,29 @@ def test_reload_with_the_token_finds_the_workbench_and_its_run():
         assert not errors(fresh)
         go(fresh, "app_pages/start.py")              # the notice is shown once
         assert not any("earlier session expired" in w.value for w in fresh.warning)
+
+
+@pytest.fixture
+def two_slot_registry(monkeypatch):
+    """The app's registry rebuilt with room for two sessions (then rebuilt again)."""
+    from app_pages.sessions import registry
+    monkeypatch.setenv("SYNTH_WORKBENCH_SESSIONS", "2")
+    registry.clear()
+    yield
+    monkeypatch.delenv("SYNTH_WORKBENCH_SESSIONS")
+    registry.clear()
+
+
+def test_a_full_workbench_turns_a_new_visitor_away_and_keeps_every_session(two_slot_registry):
+    first, second = load_titanic(new_app()), upload_people(new_app())
+    tokens = [at.query_params[PARAM] for at in (first, second)]
+    for page in ("app_pages/start.py", "app_pages/run.py"):
+        stranger = AppTest.from_file(APP, default_timeout=60)
+        stranger.switch_page(page).run()
+        assert not stranger.exception
+        assert any("serving its maximum of 2 sessions" in e.value for e in stranger.error)
+        assert "wb" not in stranger.session_state
+    for token, at in zip(tokens, (first, second)):
+        again = reopen(token, "app_pages/data.py")
+        assert again.session_state["wb"] is at.session_state["wb"]
+        assert not errors(again)

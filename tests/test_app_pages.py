@@ -345,7 +345,8 @@ def test_run_page_runs_in_background_and_release_page_downloads():
     assert any("This release satisfies" in i.value for i in at.info)
     assert "CURATOR" not in texts(at)
     codes = [c.value for c in at.code]
-    assert codes and codes[0].startswith("synth run --sample titanic")
+    assert codes and "\nsynth run --sample titanic" in codes[0] and "--seed" not in codes[0]
+    assert codes[0].startswith("# this run was seeded: an exact repeat needs its seed")
     # the files behind the buttons
     files = wb.release_files(wb.runs[0])
     report = json.loads(files["report.json"])

@@ -243,6 +243,8 @@ def test_finished_run_release_has_no_curator_values(finished):
     assert not CURATOR_ONLY_KEYS & set(all_keys(report))
     for name in ("synthetic.csv", "reproduce.sh", "schema.json"):
         text = files[name].decode()
+        if name == "reproduce.sh":   # its comments may say where the seed is kept
+            text = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
         for key in ("curator", "workload_error", "public_proxy", "scores"):
             assert key not in text
     csv = pd.read_csv(io.BytesIO(files["synthetic.csv"]))
@@ -260,13 +262,24 @@ def test_finished_run_release_has_no_curator_values(finished):
 
 
 def test_reproduce_script_reruns_the_cli(finished, tmp_path):
+    """The script carries no seed; with the run's seed added (a curator who holds
+    it: here a ``synth`` on PATH that appends ``--seed 0`` before calling the
+    real CLI) it repeats the run exactly."""
     import os
     import subprocess
     import sys
     w, run = finished
+    text = w.release_files(run)["reproduce.sh"].decode()
+    assert "--seed" not in text and "--mode research" in text
+    assert "an exact repeat needs its seed" in text
     script = tmp_path / "reproduce.sh"
-    script.write_bytes(w.release_files(run)["reproduce.sh"])
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    script.write_text(text)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = Path(sys.executable).parent / "synth"
+    (bin_dir / "synth").write_text(f'#!/bin/sh\nexec "{real}" "$@" --seed {run.settings.seed}\n')
+    (bin_dir / "synth").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
     out = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr

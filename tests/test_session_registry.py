@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from synth_core.session_registry import ATTACHED, EXPIRED, NEW, SessionRegistry
+from synth_core.session_registry import ATTACHED, EXPIRED, NEW, RegistryFull, SessionRegistry
 
 
 class Clock:
@@ -20,15 +20,18 @@ class Clock:
 
 
 class Box:
-    """A stand-in for a Workbench: a new object per session, optionally busy."""
+    """A stand-in for a Workbench: a new object per session, optionally busy or
+    holding work (data loaded, a run)."""
 
     def __init__(self):
         self.busy = False
+        self.data = None
 
 
 def make(**kw) -> tuple[SessionRegistry, Clock]:
     clock = Clock()
-    return SessionRegistry(Box, clock=clock, busy=lambda b: b.busy, **kw), clock
+    return SessionRegistry(Box, clock=clock, busy=lambda b: b.busy,
+                           holds=lambda b: b.data is not None, **kw), clock
 
 
 def test_tokens_are_long_random_and_url_safe():
@@ -99,11 +102,56 @@ def test_size_is_bounded_and_evicts_the_least_recently_used_idle_entry():
     a.busy = c.busy = True
     t5, _ = reg.create()                             # evicts d, the only idle one
     assert reg.get(t4) is None and reg.get(t1) is a and reg.get(t3) is c
-    for box in (a, c):
-        box.busy = True
     reg.get(t5).busy = True
-    t6, _ = reg.create()                             # all busy: the least recently used goes
-    assert len(reg) == 3 and reg.get(t6) is not None
+    with pytest.raises(RegistryFull):                # all busy: nobody is evicted
+        reg.create()
+    assert len(reg) == 3 and all(reg.get(t) is not None for t in (t1, t3, t5))
+
+
+def test_a_full_registry_of_sessions_with_data_refuses_a_new_visitor():
+    reg, clock = make(max_entries=32)
+    held = []
+    for i in range(32):
+        token, box = reg.create()
+        box.data = f"table {i}"
+        held.append((token, box))
+    for _ in range(33):                              # strangers opening the app
+        with pytest.raises(RegistryFull) as exc:
+            reg.open(None)
+        assert exc.value.max_entries == 32
+        with pytest.raises(RegistryFull):
+            reg.open("made-up-token-that-is-long-enough")
+    assert len(reg) == 32
+    for token, box in held:                          # every link still opens its session
+        assert reg.open(token) == (token, box, ATTACHED)
+    held[5][1].data = None                           # one session drops its table
+    t_new, fresh, status = reg.open(None)            # the only one that may make room
+    assert status == NEW and reg.get(held[5][0]) is None
+    assert all(reg.get(t) is b for i, (t, b) in enumerate(held) if i != 5)
+
+
+def test_empty_sessions_are_evicted_first():
+    reg, _ = make(max_entries=4)
+    (t1, a), (t2, b), (t3, c), (t4, d) = (reg.create() for _ in range(4))
+    a.data = d.data = "rows"                         # a is the least recently used, with data
+    reg.get(t3)                                      # b is now the oldest empty one
+    t5, _ = reg.create()
+    assert reg.get(t2) is None
+    assert reg.get(t1) is a and reg.get(t3) is c and reg.get(t4) is d and reg.get(t5) is not None
+    t6, _ = reg.create()                             # c, then the new one: empty before data
+    assert reg.get(t3) is None and reg.get(t1) is a and reg.get(t4) is d
+
+
+def test_idle_expiry_applies_to_sessions_with_data_and_keep_never_evicts():
+    reg, clock = make(max_entries=2, idle_seconds=100)
+    t1, a = reg.create()
+    a.data = "rows"
+    clock.now += 101                                 # idle past the timeout: expires
+    assert reg.get(t1) is None
+    (t2, b), (t3, c) = reg.create(), reg.create()
+    b.data = c.data = "rows"
+    assert reg.keep(t1, a) == t1 and reg.get(t1) is None   # full of work: not put back
+    assert reg.get(t2) is b and reg.get(t3) is c
 
 
 def test_keep_puts_an_object_back_but_never_rebinds_a_token():

@@ -1,0 +1,50 @@
+"""The Data page's total privacy budget of the loaded table (synth_core.budget).
+
+The account belongs to the table (its content's fingerprint), not to the
+session: every session and every restart that loads the same table finds it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import attempt, budget_text, flash, show_error
+from synth_core.workbench import DELTA_GRID
+
+
+def budget_section(wb) -> None:
+    st.subheader("Total privacy budget of this table")
+    st.caption("Every run on this table (Run page, each Compare run) is charged to its account "
+               "before it starts and refused once the total would be passed. Runs compose by "
+               "adding ρ (zCDP), released or not: picking the best of several runs is itself a "
+               "use of the private data. What-if previews read no private value and cost "
+               "nothing.")
+    try:
+        account = wb.dataset_budget()
+    except Exception as exc:  # noqa: BLE001 - e.g. an unreadable account file
+        show_error(exc)
+        return
+    if account is not None:
+        st.markdown(f"**{account.label}**: " + budget_text(account, wb.settings.delta))
+        history = account.history()
+        if history:
+            st.dataframe(pd.DataFrame(history)[["run_id", "what", "rho_reserved", "rho_spent",
+                                                "time"]], hide_index=True, key="budget_history")
+        st.caption(f"Kept in `{account.path}` (with a lock file next to it). The total cannot be "
+                   "changed here; an open reservation (a run in progress) counts in full.")
+        return
+    st.info("No total budget is set for this table: each run is capped by its own ε only.",
+            icon=":material/account_balance_wallet:")
+    with st.form("budget_form"):
+        c1, c2, c3 = st.columns([2, 1, 1])
+        label = c1.text_input("Label", value=wb.data_name or "data", key="budget_label")
+        eps = c2.number_input("Total ε", min_value=0.01, max_value=1000.0, value=10.0,
+                              key="budget_eps")
+        delta = c3.selectbox("δ", list(DELTA_GRID), key="budget_delta",
+                             index=list(DELTA_GRID).index(wb.settings.delta)
+                             if wb.settings.delta in DELTA_GRID else 0)
+        go = st.form_submit_button("Set total budget")
+    if go and attempt(wb.set_dataset_budget, eps, delta, label=label):
+        flash(f"Total budget of '{label}' set: ε = {eps:g} at δ = {delta:g}.")
+        st.rerun()

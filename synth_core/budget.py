@@ -1,0 +1,388 @@
+"""A privacy budget that belongs to a dataset, across runs, sessions and restarts.
+
+Each run has its own :class:`~synth_core.privacy.Ledger` and never spends more
+than its own rho. A :class:`BudgetAccount` caps what *all* runs on one private
+table may spend together.
+
+Composition: the runs are rho_i-zCDP mechanisms on the same table, so
+releasing all of them (and anything chosen by looking at them) is
+``sum_i rho_i``-zCDP (zCDP composes additively, Bun and Steinke 2016). The
+account's total cap ``rho_total`` therefore bounds the whole history of the
+table: every run counts, released or not, because choosing which run to
+release after looking at several is a data-dependent choice.
+
+Protocol (one file per dataset, JSON):
+
+- ``reserve(rho, what)`` is called **before** a run reads the private table.
+  Under an exclusive file lock it re-reads the file and records a reservation
+  of ``rho`` if ``spent + rho <= rho_total``; otherwise it raises
+  :class:`~synth_core.errors.BudgetExceededError` saying what is left.
+- ``settle(reservation, spent)`` after the run (finished, stopped or failed)
+  records what its ledger spent, ``0 <= spent <= rho``; the rest of the
+  reservation returns to the account. An unsettled reservation counts in full.
+- ``spent = sum(settled spent) + sum(open reservations)``.
+
+Two processes or threads on one account serialise on ``fcntl.flock`` of a
+lock file next to it (``<file>.lock``), and every change is written through
+:func:`~synth_core.report.atomic_write_bytes`, so the cap cannot be passed by
+concurrent reservations and a crash leaves the old or the new file, whole.
+
+The account knows its table by a fingerprint (SHA-256 of the table's content,
+:func:`table_fingerprint`) and a label. The fingerprint is a function of the
+private data: it stays in the curator's account file and is never put in a
+release report (:meth:`BudgetAccount.release_block` uses the label).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import fcntl
+import hashlib
+import json
+import math
+import secrets
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import BudgetExceededError, ConfigError
+from .privacy import cdp_epsilon, rho_from_epsilon_delta
+from .report import atomic_write_bytes, check_release
+
+ACCOUNT_FORMAT = "synth-budget-account/1"
+#: relative slack on the cap for floating-point sums of rho (as the run Ledger's)
+RELATIVE_TOLERANCE = 1e-12
+
+
+def table_fingerprint(data) -> str:
+    """SHA-256 (hex) of a private table's content.
+
+    A path: the file's bytes. A DataFrame: its column names, dtypes and the
+    row hashes of ``pandas.util.hash_pandas_object`` (index ignored), so the
+    same frame gives the same fingerprint in every process.
+    """
+    h = hashlib.sha256()
+    if isinstance(data, (str, Path)):
+        with open(data, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    if not isinstance(data, pd.DataFrame):
+        raise ConfigError(f"Cannot fingerprint a {type(data).__name__}; give a DataFrame or a path.")
+    h.update(json.dumps([[str(c), str(t)] for c, t in data.dtypes.items()]).encode("utf-8"))
+    h.update(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+@dataclass
+class BudgetCharge:
+    """One run's entry in an account: reserved before it started, settled after."""
+
+    run_id: str
+    mechanism: str
+    what: str
+    rho_reserved: float
+    rho_spent: float | None = None     # None while the run is open (counts as reserved)
+    time: str = ""
+    settled_time: str | None = None
+
+    @property
+    def counted(self) -> float:
+        """What the account counts for this run: spent once settled, else reserved."""
+        return self.rho_reserved if self.rho_spent is None else self.rho_spent
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _check_rho(rho, what: str) -> float:
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho >= 0):
+        raise ConfigError(f"{what} must be a finite non-negative rho, got {rho!r}.")
+    return float(rho)
+
+
+class BudgetAccount:
+    """The total privacy budget of one dataset, kept in a JSON file (see the module doc).
+
+    Create one with :meth:`create` (cap in rho, or in (epsilon, delta) converted
+    with :func:`~synth_core.privacy.rho_from_epsilon_delta`), re-open it with
+    :meth:`open`. Every read re-reads the file, so two holders of one account
+    see each other's charges.
+    """
+
+    def __init__(self, path: Path, state: dict):
+        self.path = Path(path)
+        self._state = state
+
+    # ---------------------------------------------------------------- files
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    @staticmethod
+    def _read(path: Path) -> dict:
+        try:
+            state = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"There is no budget account at '{path}'.",
+                              hint="Create it first (a total epsilon and delta, or rho).",
+                              path=str(path)) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"Cannot read the budget account '{path}': {exc}.",
+                              hint="Restore the file from a backup; do not start runs on "
+                                   "this dataset until its account is readable.",
+                              path=str(path)) from None
+        if not isinstance(state, dict) or state.get("format") != ACCOUNT_FORMAT:
+            raise ConfigError(f"'{path}' is not a budget account ({ACCOUNT_FORMAT}).",
+                              path=str(path))
+        return state
+
+    def _write(self) -> None:
+        atomic_write_bytes(self.path, (json.dumps(self._state, indent=2) + "\n").encode("utf-8"))
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """Hold the account's file lock, with the state freshly read from disk."""
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+b") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                self._state = self._read(self.path)
+                yield
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def reload(self) -> "BudgetAccount":
+        self._state = self._read(self.path)
+        return self
+
+    # ---------------------------------------------------------------- making and opening
+
+    @classmethod
+    def open(cls, path) -> "BudgetAccount":
+        """The account stored at ``path`` (ConfigError if there is none)."""
+        return cls(Path(path), cls._read(Path(path)))
+
+    @classmethod
+    def create(cls, path, *, label: str, fingerprint: str, total_rho: float | None = None,
+               epsilon: float | None = None, delta: float | None = None) -> "BudgetAccount":
+        """A new account at ``path`` for the table with ``fingerprint``.
+
+        The cap is ``total_rho``, or ``rho_from_epsilon_delta(epsilon, delta)``
+        (the largest rho whose exact conversion gives (epsilon, delta)-DP).
+        Refuses to replace an existing account (its history would be lost).
+        """
+        if (total_rho is None) == (epsilon is None):
+            raise ConfigError("Give the total budget either as rho or as epsilon and delta.")
+        if epsilon is not None:
+            if delta is None:
+                raise ConfigError("A total epsilon needs a delta.")
+            total_rho = rho_from_epsilon_delta(float(epsilon), float(delta))
+        total_rho = _check_rho(total_rho, "The total budget")
+        if total_rho <= 0:
+            raise ConfigError("The total budget must be positive.")
+        path = Path(path)
+        account = cls(path, {
+            "format": ACCOUNT_FORMAT, "label": str(label), "fingerprint": str(fingerprint),
+            "total_rho": total_rho,
+            "cap": {"epsilon": epsilon, "delta": delta} if epsilon is not None else None,
+            "created": _now(), "charges": []})
+        account.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(account.lock_path, "a+b") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                if path.exists():
+                    raise ConfigError(f"A budget account already exists at '{path}'.",
+                                      hint="Open it instead; its total and history are kept.",
+                                      path=str(path))
+                account._write()
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        return account
+
+    def check_table(self, fingerprint: str) -> None:
+        """ConfigError unless the account belongs to the table with ``fingerprint``."""
+        if fingerprint != self._state["fingerprint"]:
+            raise ConfigError(f"The budget account '{self.path}' ({self.label}) belongs to "
+                              "another table (its content differs).",
+                              hint="Use the account of this table, or create one for it.",
+                              path=str(self.path))
+
+    # ---------------------------------------------------------------- state
+
+    @property
+    def label(self) -> str:
+        return self._state["label"]
+
+    @property
+    def fingerprint(self) -> str:
+        """CURATOR-ONLY: the table's SHA-256 (a function of the private data)."""
+        return self._state["fingerprint"]
+
+    @property
+    def total_rho(self) -> float:
+        return float(self._state["total_rho"])
+
+    @property
+    def charges(self) -> list[BudgetCharge]:
+        return [BudgetCharge(**c) for c in self._state["charges"]]
+
+    @property
+    def spent(self) -> float:
+        """rho counted so far: settled runs' spent plus open reservations (zCDP adds)."""
+        return math.fsum(c.counted for c in self.charges)
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.total_rho - self.spent)
+
+    def refuse_unless_fits(self, rho: float, what: str, delta: float | None = None) -> None:
+        """BudgetExceededError, naming what is left, when ``spent + rho > total_rho``."""
+        if self.spent + rho > self.total_rho * (1.0 + RELATIVE_TOLERANCE):
+            raise BudgetExceededError(
+                f"Refused: {what} needs rho = {rho:.6g}, but the dataset '{self.label}' has "
+                f"only {self.left_text(delta)} left in its total budget.",
+                hint="Lower epsilon (or run fewer jobs); the total covers every run on this "
+                     "table, released or not.", path=str(self.path))
+
+    def left_text(self, delta: float | None = None) -> str:
+        """What is left, in rho (and in epsilon at ``delta``, or at the cap's delta)."""
+        delta = delta or (self._state.get("cap") or {}).get("delta")
+        text = f"rho = {self.remaining:.6g} of {self.total_rho:.6g}"
+        if delta:
+            eps = cdp_epsilon(self.remaining, delta) if self.remaining > 0 else 0.0
+            text += f" (epsilon = {eps:.4g} at delta = {delta:g})"
+        return text
+
+    # ---------------------------------------------------------------- charging
+
+    def reserve(self, rho: float, what: str, *, mechanism: str = "",
+                delta: float | None = None) -> BudgetCharge:
+        """Reserve ``rho`` for a run about to start (under the file lock).
+
+        Raises BudgetExceededError, naming what is left, when
+        ``spent + rho > total_rho``; nothing is recorded then.
+        """
+        rho = _check_rho(rho, "A run's budget")
+        with self._locked():
+            self.refuse_unless_fits(rho, what, delta)
+            charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
+                                  str(mechanism), str(what), rho, None, _now())
+            self._state["charges"].append(asdict(charge))
+            self._write()
+        return charge
+
+    def settle(self, reservation: BudgetCharge, spent: float) -> BudgetCharge:
+        """Record what a reserved run spent (``0 <= spent <= reserved``); the rest returns."""
+        spent = _check_rho(spent, "A run's spent budget")
+        if spent > reservation.rho_reserved * (1.0 + RELATIVE_TOLERANCE):
+            raise ConfigError(f"Run {reservation.run_id} spent rho = {spent:.6g}, more than its "
+                              f"reservation of {reservation.rho_reserved:.6g}.")
+        spent = min(spent, reservation.rho_reserved)
+        with self._locked():
+            entry = next((c for c in self._state["charges"]
+                          if c["run_id"] == reservation.run_id), None)
+            if entry is None:
+                raise ConfigError(f"Run {reservation.run_id} has no reservation in "
+                                  f"'{self.path}'.", path=str(self.path))
+            if entry["rho_spent"] is not None:
+                raise ConfigError(f"Run {reservation.run_id} is already settled.")
+            entry["rho_spent"], entry["settled_time"] = spent, _now()
+            self._write()
+        return BudgetCharge(**entry)
+
+    def record_spent(self, rho: float, what: str, *, mechanism: str = "") -> BudgetCharge:
+        """Record budget already spent on the table outside the account (runs that
+        ended before it existed). It is counted whatever the total: spending
+        happened, so the account may be left with nothing."""
+        rho = _check_rho(rho, "Spent budget")
+        with self._locked():
+            now = _now()
+            charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
+                                  str(mechanism), str(what), rho, rho, now, now)
+            self._state["charges"].append(asdict(charge))
+            self._write()
+        return charge
+
+    # ---------------------------------------------------------------- views
+
+    def summary(self) -> dict:
+        """CURATOR view: label, total, spent, remaining and the number of runs."""
+        self.reload()
+        return {"label": self.label, "total_rho": self.total_rho, "spent_rho": self.spent,
+                "remaining_rho": self.remaining, "runs": len(self._state["charges"]),
+                "cap": self._state.get("cap"), "path": str(self.path)}
+
+    def history(self) -> list[dict]:
+        """Every charge (run id, mechanism, what, reserved, spent, times)."""
+        self.reload()
+        return [dict(c) for c in self._state["charges"]]
+
+    def release_block(self, run: BudgetCharge) -> dict:
+        """The report's ``budget_account`` block for ``run``: the label, the total, what
+        was spent before it, its own spend, what remains and the history up to it.
+        No fingerprint (it is a function of the private data)."""
+        self.reload()
+        before, history = [], []
+        for c in self.charges:
+            history.append({"run_id": c.run_id, "mechanism": c.mechanism, "what": c.what,
+                            "rho_reserved": c.rho_reserved, "rho_spent": c.rho_spent,
+                            "time": c.time})
+            if c.run_id == run.run_id:
+                break
+            before.append(c.counted)
+        this = run.counted
+        spent_before = math.fsum(before)
+        return {"label": self.label, "total_rho": self.total_rho,
+                "spent_before_rho": spent_before, "this_run_rho": this,
+                "remaining_rho": max(0.0, self.total_rho - spent_before - this),
+                "composition": "rho-zCDP adds over runs; the total counts every run on this "
+                               "table, released or not",
+                "history": history}
+
+
+def charged_run(account: BudgetAccount, synth, start):
+    """Run ``start()`` (a ``Synthesizer.run`` generator) charged to ``account``.
+
+    Reserves the run's rho (``rho_from_epsilon_delta(epsilon, delta)``, its
+    Ledger's total) before ``start`` is called, so a refused run never reads
+    its data; settles with the ledger's spend when the run ends, stops or
+    fails; puts :meth:`BudgetAccount.release_block` in the finished run's
+    report as ``budget_account``.
+    """
+    cfg = synth.config
+    rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)
+    reservation = account.reserve(rho, f"{cfg.mechanism} at epsilon={cfg.epsilon:g}",
+                                  mechanism=cfg.mechanism, delta=cfg.delta)
+    synth.engine = synth.result = None
+    try:
+        yield from start()
+    finally:
+        spent = synth.engine.ledger.spent if synth.engine is not None else 0.0
+        reservation = account.settle(reservation, spent)
+    if synth.result is not None:
+        block = account.release_block(reservation)
+        check_release(block)
+        synth.result.report["budget_account"] = block
+
+
+def open_for_table(path, *, fingerprint: str, label: str, epsilon: float | None = None,
+                   delta: float | None = None) -> BudgetAccount:
+    """The account at ``path`` for the table with ``fingerprint``: opened (and
+    checked to belong to it) if the file exists, else created with a total of
+    (epsilon, delta); ConfigError if it does not exist and no total is given."""
+    path = Path(path)
+    if path.exists():
+        account = BudgetAccount.open(path)
+        account.check_table(fingerprint)
+        return account
+    if epsilon is None:
+        raise ConfigError(f"There is no budget account at '{path}' yet.",
+                          hint="Create it by giving the table's total budget, e.g. "
+                               "--budget-total-epsilon 5 (with --budget-delta).", path=str(path))
+    return BudgetAccount.create(path, label=label, fingerprint=fingerprint, epsilon=epsilon,
+                                delta=delta)

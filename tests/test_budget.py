@@ -1,0 +1,284 @@
+"""A privacy budget per dataset (synth_core.budget, the workbench's account)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from synth_core import Synthesizer, load_sample, synthesize
+from synth_core.budget import BudgetAccount, table_fingerprint
+from synth_core.errors import BudgetExceededError, ConfigError
+from synth_core.privacy import rho_from_epsilon_delta
+from synth_core.report import CURATOR_ONLY_KEYS, check_release
+from synth_core.workbench import Workbench
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = dict(rounds=2, fit_iters=10, final_fit_iters=20, seed=0)
+
+
+def account(tmp_path, total=1.0, name="acct.json") -> BudgetAccount:
+    return BudgetAccount.create(tmp_path / name, label="titanic", fingerprint="f" * 64,
+                                total_rho=total)
+
+
+def test_reserve_refuses_at_the_cap_and_says_what_is_left(tmp_path):
+    acc = account(tmp_path, total=1.0)
+    a = acc.reserve(0.4, "run A")
+    acc.settle(a, 0.25)                               # the unspent 0.15 returns
+    b = acc.reserve(0.5, "run B")                     # open: counts as reserved
+    assert acc.spent == pytest.approx(0.75) and acc.remaining == pytest.approx(0.25)
+    with pytest.raises(BudgetExceededError) as exc:
+        acc.reserve(0.3, "run C")
+    assert "rho = 0.25 of 1" in str(exc.value) and "run C" in str(exc.value)
+    assert len(acc.history()) == 2                    # nothing recorded on a refusal
+    acc.reserve(0.25, "run D")                        # exactly the rest fits
+    with pytest.raises(ConfigError):
+        acc.settle(b, 0.6)                            # never more than reserved
+    acc.settle(b, 0.5)
+    with pytest.raises(ConfigError):
+        acc.settle(b, 0.5)                            # settled once
+
+
+def test_total_in_epsilon_delta_is_the_exact_conversion(tmp_path):
+    acc = BudgetAccount.create(tmp_path / "a.json", label="x", fingerprint="0", epsilon=2.0,
+                               delta=1e-6)
+    assert acc.total_rho == rho_from_epsilon_delta(2.0, 1e-6)
+    with pytest.raises(ConfigError):
+        BudgetAccount.create(tmp_path / "a.json", label="x", fingerprint="0", total_rho=5.0)
+    assert BudgetAccount.open(tmp_path / "a.json").total_rho == acc.total_rho   # not replaced
+
+
+def test_the_account_survives_a_restart_in_another_process(tmp_path):
+    acc = account(tmp_path, total=1.0)
+    acc.settle(acc.reserve(0.6, "run A", mechanism="aim"), 0.6)
+    script = ("import sys; from synth_core.budget import BudgetAccount\n"
+              "a = BudgetAccount.open(sys.argv[1])\n"
+              "try:\n    a.reserve(0.5, 'too much')\nexcept Exception as e:\n"
+              "    print(type(e).__name__)\n"
+              "a.reserve(0.3, 'fits')\nprint(round(a.spent, 9))\n")
+    out = subprocess.run([sys.executable, "-c", script, str(acc.path)], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["BudgetExceededError", "0.9"]
+    again = BudgetAccount.open(acc.path)
+    assert again.spent == pytest.approx(0.9)
+    assert [c.what for c in again.charges] == ["run A", "fits"]
+    assert again.charges[0].mechanism == "aim" and again.charges[1].rho_spent is None
+
+
+def test_concurrent_reservations_cannot_pass_the_cap(tmp_path):
+    acc = account(tmp_path, total=1.0)
+    wins, losses = [], []
+
+    def grab():
+        mine = BudgetAccount.open(acc.path)           # each session opens its own handle
+        for _ in range(10):
+            try:
+                wins.append(mine.reserve(0.1, "thread"))
+            except BudgetExceededError:
+                losses.append(1)
+
+    threads = [threading.Thread(target=grab) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 10 and len(losses) == 30
+    assert BudgetAccount.open(acc.path).spent == pytest.approx(1.0)
+
+
+def test_concurrent_processes_cannot_pass_the_cap(tmp_path):
+    acc = account(tmp_path, total=1.0)
+    script = ("import sys; from synth_core.budget import BudgetAccount\n"
+              "from synth_core.errors import BudgetExceededError\n"
+              "a = BudgetAccount.open(sys.argv[1]); n = 0\n"
+              "for _ in range(15):\n    try:\n        a.reserve(0.1, 'p'); n += 1\n"
+              "    except BudgetExceededError:\n        pass\nprint(n)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(acc.path)], env=env,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    counts = [int(p.communicate(timeout=120)[0]) for p in procs]
+    assert sum(counts) == 10
+    assert BudgetAccount.open(acc.path).spent == pytest.approx(1.0)
+
+
+def test_fingerprint_is_the_tables_content():
+    df = load_sample("titanic").private
+    assert table_fingerprint(df) == table_fingerprint(df.copy())
+    changed = df.copy()
+    changed.iloc[0, 0] = changed.iloc[1, 0] if changed.iloc[0, 0] != changed.iloc[1, 0] else None
+    assert table_fingerprint(changed) != table_fingerprint(df)
+    assert table_fingerprint(df.iloc[::-1]) != table_fingerprint(df)
+
+
+def test_the_api_refuses_before_reading_the_data(tmp_path):
+    acc = account(tmp_path, total=rho_from_epsilon_delta(1.0, 1e-9))
+    missing = tmp_path / "never-read.csv"             # reading it would raise DataError
+    with pytest.raises(BudgetExceededError):
+        list(Synthesizer("aim", epsilon=2.0, **FAST).run(missing, budget=acc))
+    assert acc.history() == []
+
+
+def test_the_report_carries_the_account_and_no_fingerprint(tmp_path):
+    s = load_sample("titanic")
+    acc = BudgetAccount.create(tmp_path / "t.json", label="titanic survey",
+                               fingerprint=table_fingerprint(s.private), epsilon=3.0, delta=1e-9)
+    first = synthesize(s.private, s.public, schema=s.schema, mechanism="jam-pgm", epsilon=1.0,
+                       budget=acc, **FAST)
+    second = synthesize(s.private, s.public, schema=s.schema, mechanism="mwem-pgm", epsilon=0.5,
+                        budget=acc, **FAST)
+    block = second.report["budget_account"]
+    check_release(block)
+    assert block["label"] == "titanic survey" and block["total_rho"] == acc.total_rho
+    assert block["spent_before_rho"] == pytest.approx(first.ledger.spent)
+    assert block["this_run_rho"] == pytest.approx(second.ledger.spent)
+    assert block["remaining_rho"] == pytest.approx(acc.total_rho - first.ledger.spent
+                                                   - second.ledger.spent)
+    assert [h["mechanism"] for h in block["history"]] == ["jam-pgm", "mwem-pgm"]
+    assert acc.fingerprint not in json.dumps(second.report)
+    assert not CURATOR_ONLY_KEYS & set(block)
+    assert acc.spent == pytest.approx(first.ledger.spent + second.ledger.spent)
+
+
+def test_a_stopped_run_returns_its_unspent_reservation(tmp_path):
+    s = load_sample("titanic")
+    acc = account(tmp_path, total=10.0)
+    synth = Synthesizer("jam-pgm", epsilon=1.0, rounds=5, fit_iters=10, final_fit_iters=20, seed=0)
+    gen = synth.run(s.private, s.public, schema=s.schema, budget=acc)
+    next(gen)
+    next(gen)
+    gen.close()
+    (charge,) = acc.charges
+    assert charge.rho_spent == pytest.approx(synth.engine.ledger.spent)
+    assert 0 < charge.rho_spent < charge.rho_reserved
+
+
+# ---------------------------------------------------------------- the workbench
+
+
+@pytest.fixture
+def wb(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    w = Workbench()
+    w.load_sample("titanic")
+    w.update_settings(**FAST)
+    return w
+
+
+def test_a_workbench_run_is_charged_and_refused_at_the_cap(wb, tmp_path):
+    assert wb.dataset_budget() is None
+    wb.set_dataset_budget(1.0, 1e-9, label="titanic")
+    wb.start_run()                                    # eps 1 of 1: reserved before it starts
+    assert wb.dataset_budget().charges[0].rho_spent is None or wb.worker.done
+    assert wb.worker.wait(120)
+    run = wb.collect()
+    assert run.ok, run.failure
+    assert run.rho_spent > 0
+    acc = wb.dataset_budget()
+    assert acc.spent == pytest.approx(run.rho_spent) and acc.charges[0].rho_spent is not None
+    assert run.result.report["budget_account"]["this_run_rho"] == pytest.approx(run.rho_spent)
+    with pytest.raises(BudgetExceededError) as exc:
+        wb.start_run()                                # the first spent some of it: a second eps-1 run does not fit
+    assert "left" in str(exc.value) and wb.worker is None
+    # another session (or a restart) on the same table finds the same account
+    other = Workbench()
+    other.load_sample("titanic")
+    assert other.dataset_budget().spent == pytest.approx(acc.spent)
+    assert (tmp_path / "budgets").is_dir()
+
+
+def test_runs_before_the_total_was_set_are_counted_in_it(wb):
+    wb.start_run()                                    # no account yet: nothing reserved
+    assert wb.worker.wait(120)
+    run = wb.collect()
+    assert run.ok, run.failure
+    assert run.rho_spent > 0
+    acc = wb.set_dataset_budget(1.0, 1e-9, label="titanic")
+    assert acc.spent == pytest.approx(run.rho_spent)
+    assert acc.charges[0].what == "runs in this session before the total was set"
+    assert acc.remaining == pytest.approx(acc.total_rho - run.rho_spent)
+
+
+def test_a_comparison_is_charged_per_job(wb):
+    wb.set_dataset_budget(3.0, 1e-9)
+    with pytest.raises(BudgetExceededError):          # 2 x 2 runs at eps 2 do not fit
+        wb.start_compare(["jam-pgm", "aim"], [2.0], 2)
+    assert wb.dataset_budget().charges == []
+    sweep = wb.start_compare(["jam-pgm", "public-only"], [0.5], 1)
+    assert sweep.wait(180)
+    acc = wb.dataset_budget()
+    assert len(acc.charges) == 2 and all(c.what.startswith("compare:") for c in acc.charges)
+    assert {c.mechanism for c in acc.charges} == {"jam-pgm", "public-only"}
+    assert acc.spent == pytest.approx(wb.sweep_rho)
+
+
+def test_a_what_if_preview_is_free(wb):
+    wb.set_dataset_budget(1.0, 1e-9)
+    worker = wb.start_what_if(["jam-pgm"], [0.1, 1.0], seeds=1)
+    assert worker.wait(180) and worker.status == "finished"
+    assert wb.dataset_budget().charges == [] and wb.dataset_budget().spent == 0.0
+
+
+def test_the_data_page_sets_the_total_and_the_run_page_refuses_past_it(tmp_path, monkeypatch):
+    from test_app_pages import errors, go, load_titanic, new_app, sidebar_text
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    at = go(load_titanic(new_app()), "app_pages/data.py")
+    assert "Table's total budget:** not set" in sidebar_text(at)
+    at.number_input(key="budget_eps").set_value(0.5)
+    at.button[[b.label for b in at.button].index("Set total budget")].click().run()
+    assert not at.exception and not errors(at)
+    wb = at.session_state["wb"]
+    assert wb.dataset_budget().total_rho == rho_from_epsilon_delta(0.5, wb.settings.delta)
+    assert "0 of" in sidebar_text(at) and "left" in sidebar_text(at)
+    wb.update_settings(epsilon=1.0, **FAST)            # one run at eps 1 passes a total of 0.5
+    go(at, "app_pages/run.py")
+    at.button(key="start_run").click().run()
+    assert not at.exception and wb.worker is None
+    assert any("Refused" in e and "left" in e for e in errors(at)), errors(at)
+
+
+def test_the_cli_charges_a_budget_file_and_refuses_past_it(tmp_path, capsys):
+    from synth_core.cli import main
+    acct = tmp_path / "titanic-budget.json"
+    args = ["run", "--sample", "titanic", "--mechanism", "jam-pgm", "--rounds", "2",
+            "--fit-iters", "10", "--final-fit-iters", "20", "--seed", "0", "--quiet",
+            "--budget-file", str(acct), "--out", str(tmp_path / "s.csv"),
+            "--report", str(tmp_path / "r.json")]
+    assert main(args + ["--epsilon", "0.5"]) == 2              # no account, no total given
+    assert "--budget-total-epsilon" in capsys.readouterr().err and not acct.exists()
+    assert main(args + ["--epsilon", "1", "--budget-total-epsilon", "1.2"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    spent = report["privacy"]["rho_spent"]
+    assert report["budget_account"]["this_run_rho"] == pytest.approx(spent)
+    left = rho_from_epsilon_delta(1.2, 1e-9) - spent
+    assert main(args + ["--epsilon", "2"]) == 2                # rho(2) > what is left
+    err = capsys.readouterr().err
+    assert "Refused" in err and f"{left:.6g}" in err
+    assert BudgetAccount.open(acct).spent == pytest.approx(spent)
+
+
+def test_a_comparison_job_is_refused_when_another_session_took_the_rest(wb):
+    from synth_core.workbench import REFUSED
+    wb.update_settings(mechanism="mwem-pgm")        # MWEM+PGM spends exactly its rho
+    rho1 = rho_from_epsilon_delta(1.0, wb.settings.delta)
+    BudgetAccount.create(wb.budget_path(), label="titanic", fingerprint=wb.table_fingerprint(),
+                         total_rho=2 * rho1)
+    other = Workbench()                              # a second session on the same table
+    other.load_sample("titanic")
+    other.update_settings(mechanism="mwem-pgm", epsilon=1.0, **FAST)
+    sweep = wb.start_compare(["mwem-pgm"], [1.0], 2)   # 2 x rho(1): fits when it starts
+    other.start_run()                                # takes one rho(1) meanwhile
+    assert sweep.wait(180) and other.worker.wait(120)
+    statuses = sorted(r["status"] for r in sweep.rows)
+    assert statuses == ["finished", REFUSED]
+    refused = next(r for r in sweep.rows if r["status"] == REFUSED)
+    assert "Refused" in refused["error"] and "left" in refused["error"]
+    assert len(wb.compare_results()[0]) == 1 and wb.sweep_runs == 1
+    assert wb.dataset_budget().spent == pytest.approx(2 * rho1)
