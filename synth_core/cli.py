@@ -236,7 +236,7 @@ def _parse_options(items) -> dict:
     return out
 
 
-def _parse_columns(value: str | None, flag: str) -> tuple[str, ...]:
+def _parse_columns(value: str | None, flag: str = "--public-columns") -> tuple[str, ...]:
     """``--public-columns a,b,c`` (or another ``flag``) to a tuple of column names."""
     if value is None:
         return ()

@@ -58,6 +58,9 @@ def _table(n: int, seed: int) -> pd.DataFrame:
 
 PRIVATE = _table(300, 1)
 PUBLIC = _table(120, 2)
+#: public rows far from the private ones (c and d constant): JAM-PGM then picks
+#: private marginals, so its report has noisy answers to attack
+SHIFTED_PUBLIC = PUBLIC.assign(c=0, d=0)
 
 FIT = dict(fit_iters=20, final_fit_iters=40)
 GEM_TINY = dict(hidden=(16,), noise_dim=8, batch=16, inner_steps=5, max_queries=5, threads=1)
@@ -65,7 +68,7 @@ GEM_TINY = dict(hidden=(16,), noise_dim=8, batch=16, inner_steps=5, max_queries=
 MECHANISMS = {
     "aim": (dict(rounds=6, **FIT), {}),
     "mwem-pgm": (dict(rounds=3, **FIT), {}),
-    "jam-pgm": (dict(rounds=3, **FIT), {"public": PUBLIC}),
+    "jam-pgm": (dict(rounds=3, **FIT), {"public": SHIFTED_PUBLIC}),
     "vjam-pgm": (dict(rounds=3, **FIT), {"public_columns": ["a", "b"]}),
     "pmw-pub": (dict(rounds=4), {"public": PUBLIC}),
     "gem": (dict(rounds=3, **GEM_TINY), {}),
