@@ -29,7 +29,7 @@ from ..errors import ConfigError, DataError, SchemaError
 from ..marginals import CodedTable
 from ..schema import declared_schema, infer_schema
 from ..tables import (PublicInfo, PublicRows, check_drop_columns, check_no_column_lost,
-                      load_table, without_dropped)
+                      check_unique_columns, load_table, without_dropped)
 from . import BACKENDS, CountingBackend, make_backend, open_rows
 
 #: the most flagged public rows an engine backend reads into memory
@@ -68,6 +68,7 @@ def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str |
     rows, public_df, public_label = None, None, None
     if public is not None:
         if isinstance(public, pd.DataFrame):
+            check_unique_columns(public, "the public table")
             public_df, pub_label = public, "public data"
         else:
             public_df, pub_label = load_table(public), Path(public).name
