@@ -99,8 +99,8 @@ elif wb.runs:
     run = wb.runs[-1]
     st.subheader(f"Run {run.number}: {run.label}")
     if run.ok:   # the mode the report states
-        privacy, config = run.result.report["privacy"], run.result.report["config"]
-        st.caption(f"Mode: {mode_text(privacy['mode'], config.get('seed'))}.")
+        privacy = run.result.report["privacy"]   # the seed is curator-only, never in the report
+        st.caption(f"Mode: {mode_text(privacy['mode'], run.result.config.seed)}.")
     else:
         st.caption(f"Mode: {mode_text(run.settings.run_mode, run.settings.seed)}.")
     if run.status == FAILED:

@@ -2,7 +2,7 @@
 
     from synth_core import Synthesizer, load_sample
     sample = load_sample("adult-pub025")
-    synth = Synthesizer("jam-pgm", epsilon=1.0, seed=0)
+    synth = Synthesizer("jam-pgm", epsilon=1.0)   # release mode: no seed
     for event in synth.run(sample.private, public=sample.public, schema=sample.schema):
         print(event.describe())
     synth.result.synthetic            # a DataFrame in the original value space
@@ -11,10 +11,12 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import secrets
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -30,30 +32,67 @@ from .mechanisms import MECHANISMS, accepts_option, make_mechanism, resolve_fit_
 from .mechanisms.query_release import DirectLoop
 from .model import FittedModel
 from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
-from .report import build_report, check_release, privacy_statement, write_json, write_table
+from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
+                     check_output_path, check_release, json_bytes, privacy_statement,
+                     table_bytes, write_all)
 from .schema import Schema, declared_schema, infer_schema, load_schema
-from .tables import PublicInfo, PublicRows, load_table, prepare_tables
+from .tables import (PublicInfo, PublicRows, check_drop_columns, check_unique_columns,
+                     load_table, prepare_tables, without_dropped)
 from .workload import Workload, parse_workload
 from .uncertainty import add_to_report as add_marginal_bounds
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 
 
+#: The most rounds a run may ask for (JAM-PGM's T, AIM's budget scale, ...): far
+#: beyond any useful setting, low enough that a typo fails at once.
+MAX_ROUNDS = 100_000
+
+
 class RunWarning(UserWarning):
     """Something the user should know about a finished run (also listed in the report)."""
 
 
+def _is_real(value) -> bool:
+    """A real number given as a number (not a bool, not text)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_int(value) -> bool:
+    """A whole number given as an integer (not a bool, not 2.0)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _require_real(name: str, value, *, positive: bool = False) -> None:
+    """ConfigError unless ``value`` is a finite real number (positive if asked)."""
+    if not _is_real(value) or not math.isfinite(value) or (positive and not value > 0):
+        raise ConfigError(f"{name} must be a {'positive ' if positive else ''}number (finite, "
+                          f"not text or a bool), got {value!r}.")
+
+
+def _require_int(name: str, value, low: int, high: int | None = None) -> None:
+    """ConfigError unless ``value`` is an integer with ``low <= value <= high``."""
+    if not _is_int(value) or value < low or (high is not None and value > high):
+        bound = f"from {low:,} to {high:,}" if high is not None else f"of at least {low:,}"
+        raise ConfigError(f"{name} must be a whole number {bound}, got {value!r}.")
+
+
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that determines a run (with the data and the seed)."""
+    """Everything that determines a run (with the data and the seed).
+
+    ``seed=None`` (the default) is release mode; a seed makes a research run
+    (see :func:`~synth_core.privacy.resolve_mode`).
+    """
 
     mechanism: str = "jam-pgm"
     epsilon: float = 1.0
     delta: float = 1e-9
     neighbours: str = "bounded"
     workload: str = "all-3way"
+    #: at most MAX_ROUNDS
     rounds: int | None = None
-    seed: int | None = 0
+    seed: int | None = None
     max_model_size: float = 80.0
     #: per-round fit iterations; None: the mechanism's default (AIM 1,000, the others 100)
     fit_iters: int | None = None
@@ -75,18 +114,27 @@ class RunConfig:
         return resolve_mode(self.mode, self.seed)
 
     def validate(self) -> None:
-        if self.mechanism not in MECHANISMS:
+        """ConfigError for any setting of the wrong type or out of range."""
+        if not isinstance(self.mechanism, str) or self.mechanism not in MECHANISMS:
             raise ConfigError(f"Unknown mechanism {self.mechanism!r}.",
                               hint=f"Available: {', '.join(MECHANISMS)}.")
+        if self.seed is not None:
+            _require_int("seed", self.seed, 0, 2 ** 63 - 1)
         resolve_mode(self.mode, self.seed)
         Neighbours.parse(self.neighbours)
+        _require_real("epsilon", self.epsilon, positive=True)
+        _require_real("delta", self.delta)
         rho_from_epsilon_delta(self.epsilon, self.delta)
-        if self.rounds is not None and self.rounds < 1:
-            raise ConfigError(f"rounds must be at least 1, got {self.rounds}.")
-        if self.round_fit_iters < 1 or self.final_fit_iters < 1:
-            raise ConfigError("fit iterations must be at least 1.")
-        if not self.fit_tol >= 0:
+        if self.rounds is not None:
+            _require_int("rounds", self.rounds, 1, MAX_ROUNDS)
+        if self.fit_iters is not None:
+            _require_int("fit_iters", self.fit_iters, 1)
+        _require_int("final_fit_iters", self.final_fit_iters, 1)
+        _require_real("max_model_size", self.max_model_size, positive=True)
+        if not _is_real(self.fit_tol) or not self.fit_tol >= 0:
             raise ConfigError(f"fit_tol must be a non-negative number, got {self.fit_tol!r}.")
+        if not isinstance(self.options, dict):
+            raise ConfigError(f"options must be a dict, got {type(self.options).__name__}.")
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -107,6 +155,8 @@ class Inputs:
     public_label: str | None
     #: the private records' own values of the public columns (conditional generation keeps them)
     public_values: pd.DataFrame | None = None
+    #: columns of the private table left out on request (``drop_columns``)
+    dropped: tuple[str, ...] = ()
 
 
 @dataclass
@@ -151,6 +201,7 @@ def load_sample(name: str) -> Sample:
 
 def _as_frame(table, role: str) -> tuple[pd.DataFrame, str]:
     if isinstance(table, pd.DataFrame):
+        check_unique_columns(table, f"the {role}")
         return table, role
     if isinstance(table, (str, Path)):
         return load_table(table), Path(table).name
@@ -168,24 +219,45 @@ def _public_columns(run_value, option_value) -> tuple[str, ...]:
     return from_run or from_option
 
 
+def drop_column_names(value) -> tuple[str, ...]:
+    """``drop_columns`` as a tuple of names (a list, or a comma-separated string)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [c.strip() for c in value.split(",") if c.strip()]
+    names = tuple(value)
+    if not all(isinstance(c, str) and c for c in names):
+        raise ConfigError(f"Cannot read the columns to drop: {value!r}.",
+                          hint="Give column names, e.g. drop_columns=['id', 'notes'].")
+    return names
+
+
 def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
                    public_columns: Sequence[str] = (), data_name: str | None = None,
                    public_name: str | None = None, backend: str = "memory",
-                   backend_options: dict | None = None) -> Inputs:
+                   backend_options: dict | None = None,
+                   drop_columns: Sequence[str] = ()) -> Inputs:
     """Load, split and encode a run's tables; decide where the domain comes from.
 
     ``backend`` ("memory", "duckdb" or "spark", see :mod:`synth_core.backends`)
     says where the private marginals are counted; the engine backends leave
-    the private file where it is.
+    the private file where it is. Every data column of the private table must
+    be in the domain (declared schema, or read off the public rows) unless it
+    is named in ``drop_columns``: no column is left out silently.
     """
+    drop = drop_column_names(drop_columns)
     if backend != "memory":
         from .backends.inputs import prepare_backend_inputs
         return Inputs(*prepare_backend_inputs(
             data, public, schema=schema, public_flag=public_flag, public_columns=public_columns,
             data_name=data_name, public_name=public_name, backend=backend,
-            options=backend_options))
+            options=backend_options, drop_columns=drop), dropped=drop)
     private_df, pname = _as_frame(data, "private table")
     pname = data_name or pname
+    if drop:
+        check_drop_columns(private_df.columns, drop, table_label=f"the private table '{pname}'",
+                           flag_column=public_flag, public_columns=tuple(public_columns))
+        private_df = private_df.drop(columns=list(drop))
     rows = None
     if public is not None and public_flag:
         raise ConfigError("Give either a public table or a public flag column, not both.")
@@ -193,6 +265,7 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
     if public is not None:
         public_df, pub_label = _as_frame(public, "public table")
         pub_label = public_name or pub_label
+        public_df = public_df.drop(columns=[c for c in drop if c in public_df.columns])
         rows = PublicRows(table=public_df, source_name=pub_label)
         public_label = f"public table '{pub_label}', {len(public_df)} rows"
     elif public_flag:
@@ -201,7 +274,9 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
     info = PublicInfo(rows=rows, columns=tuple(public_columns))
 
     sch = declared_schema(schema)
-    if sch is None:
+    if sch is not None:
+        sch = without_dropped(sch, drop)
+    else:
         if rows is not None and rows.table is not None:
             sch = infer_schema(rows.table, source="public")
         elif rows is not None:
@@ -212,7 +287,8 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
             sch = infer_schema(frame, source="private")
 
     try:
-        private_codes, public_codes = prepare_tables(private_df, sch, info, private_name=pname)
+        private_codes, public_codes = prepare_tables(private_df, sch, info, private_name=pname,
+                                                     drop_columns=drop)
     except DataError as exc:
         if sch.source == "public":
             raise DataError(exc.message, hint=(exc.hint or "") + " The domain was inferred from the "
@@ -226,7 +302,7 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
     if public_columns:
         own = rows.split(private_df)[0] if rows is not None and rows.flag_column else private_df
         values = own[list(public_columns)].reset_index(drop=True)
-    return Inputs(sch, data_, info, public_label, values)
+    return Inputs(sch, data_, info, public_label, values, drop)
 
 
 @dataclass
@@ -245,6 +321,9 @@ class RunResult:
     report: dict
     seconds: float
     warnings: list = field(default_factory=list)
+    #: the seed the run's generator was made from (the given one, or drawn from
+    #: the operating system); CURATOR-ONLY, never part of ``report``
+    seed: int | None = None
 
     @property
     def synthetic_table(self) -> CodedTable:
@@ -259,12 +338,49 @@ class RunResult:
         pub = self.inputs.data.public
         return None if pub is None else workload_error(self.inputs.data.private, pub, self.workload)
 
-    def write(self, out: str | Path | None = None, report: str | Path | None = None) -> None:
-        """Write the synthetic data (CSV or Parquet) and/or the JSON report."""
-        if out is not None:
-            write_table(out, self.synthetic)
-        if report is not None:
-            write_json(report, self.report)
+    def curator_record(self) -> dict:
+        """CURATOR-ONLY: the run's mode and seed. In research mode the seed
+        regenerates every noise draw, so whoever holds it can subtract the
+        noise from the released answers: keep it with the private data, never
+        with a release."""
+        return {"label": "CURATOR-ONLY: never release (the seed regenerates the noise)",
+                "mode": self.report["privacy"]["mode"], "seed": self.seed,
+                "seed_given": self.config.seed is not None}
+
+    def write(self, out: str | Path | None = None, report: str | Path | None = None,
+              diagnostics: str | Path | None = None) -> None:
+        """Write the synthetic data (CSV or Parquet), the JSON report and/or the
+        CURATOR-ONLY diagnostics (JSON, with :meth:`curator_record`), all or
+        nothing: every path is checked first, each file is written in full
+        beside its target, and the files are renamed into place only when all
+        are complete."""
+        outputs = [(p, role) for p, role in ((out, "synthetic data"), (report, "report"),
+                                              (diagnostics, "diagnostics")) if p is not None]
+        check_outputs(out=out, report=report, diagnostics=diagnostics)
+        contents = {"synthetic data": lambda p: table_bytes(p, self.synthetic),
+                    "report": lambda p: json_bytes(self.report),
+                    "diagnostics": lambda p: json_bytes(self.curator_payload())}
+        write_all([(p, contents[role](p)) for p, role in outputs])
+
+    def curator_payload(self) -> dict:
+        """CURATOR-ONLY diagnostics file: errors against the private data, the
+        public rows' own error, and :meth:`curator_record`."""
+        payload = self.curator_diagnostics().to_json()
+        payload["public_proxy_workload_error"] = self.public_proxy_error()
+        payload["run"] = self.curator_record()
+        return payload
+
+
+def check_outputs(*, out=None, report=None, diagnostics=None) -> None:
+    """DataError, before anything is spent, unless every output path given can be
+    written: a known suffix (``out``: .csv/.parquet/.pq; the others .json), not a
+    folder, a writable (or creatable) parent folder, and no two the same."""
+    given = [(p, sfx, role) for p, sfx, role in (
+        (out, TABLE_SUFFIXES, "synthetic data"), (report, JSON_SUFFIXES, "report"),
+        (diagnostics, JSON_SUFFIXES, "diagnostics")) if p is not None]
+    for path, suffixes, role in given:
+        check_output_path(path, suffixes, role)
+    check_distinct(p for p, _, _ in given)
 
 
 def _private_columns(inputs: Inputs) -> list[str]:
@@ -284,14 +400,18 @@ class Synthesizer:
             :func:`~synth_core.workload.parse_workload`) or a Workload.
         neighbours: ``bounded`` (replace one record) or ``unbounded``.
         rounds: rounds T (JAM-PGM, vJAM-PGM: default 30; MWEM+PGM: d; PMW-Pub: 500;
-            GEM, GEM-Pub: 50) or AIM's budget scale (default 16 d).
-        seed: makes the run reproducible (research mode); ``None`` draws a
-            fresh seed from the operating system.
+            GEM, GEM-Pub: 50) or AIM's budget scale (default 16 d); an integer
+            from 1 to ``MAX_ROUNDS`` (100,000).
+        seed: ``None`` (default): release mode. An integer makes a reproducible
+            research run for experiments: its noise is regenerable from the
+            seed, so its report is not fit for publication (the seed is kept
+            out of the report, in :meth:`RunResult.curator_record`).
         mode: ``"research"`` (continuous Gaussian and Gumbel noise from the
-            seeded numpy generator) or ``"release"`` (discrete Gaussian on
-            integer counts and exact selection noise from OpenDP's secure
-            source; refuses a seed). Default: research when ``seed`` is given,
-            release when ``seed=None``.
+            seeded numpy generator; without a seed, one is drawn from the
+            operating system and not released) or ``"release"`` (discrete
+            Gaussian on integer counts and exact selection noise from OpenDP's
+            secure source; refuses a seed). Default: research when ``seed`` is
+            given, release when ``seed=None``.
         max_model_size: the Private-PGM model size limit in MB (default 80).
         **options: mechanism options, e.g. GEM's ``hidden``, ``inner_steps``
             (see docs/mechanisms.md).
@@ -299,15 +419,26 @@ class Synthesizer:
 
     def __init__(self, mechanism: str = "jam-pgm", *, epsilon: float = 1.0, delta: float = 1e-9,
                  workload: str | Workload = "all-3way", neighbours: str = "bounded",
-                 rounds: int | None = None, seed: int | None = 0, max_model_size: float = 80.0,
-                 fit_iters: int | None = None, final_fit_iters: int = 1000,
-                 fit_tol: float = 1e-4, mode: str | None = None, **options):
+                 rounds: int | None = None, seed: int | None = None,
+                 max_model_size: float = 80.0, fit_iters: int | None = None,
+                 final_fit_iters: int = 1000, fit_tol: float = 1e-4, mode: str | None = None,
+                 **options):
         self._workload = workload if isinstance(workload, Workload) else None
-        self.config = RunConfig(mechanism, float(epsilon), float(delta), str(neighbours),
-                                workload if isinstance(workload, str) else workload.description,
-                                rounds, seed, float(max_model_size), fit_iters,
-                                int(final_fit_iters), float(fit_tol), dict(options), mode)
-        self.config.validate()
+        if not isinstance(workload, (str, Workload)):
+            raise ConfigError(f"workload must be a spec string or a Workload, not "
+                              f"{type(workload).__name__}.")
+        raw = RunConfig(mechanism, epsilon, delta, neighbours,
+                        workload if isinstance(workload, str) else workload.description,
+                        rounds, seed, max_model_size, fit_iters, final_fit_iters, fit_tol,
+                        dict(options), mode)
+        raw.validate()  # types first: epsilon="1" or rounds=2.5 is refused, not converted
+        self.config = replace(raw, epsilon=float(epsilon), delta=float(delta),
+                              neighbours=str(neighbours),
+                              rounds=None if rounds is None else int(rounds),
+                              seed=None if seed is None else int(seed),
+                              max_model_size=float(max_model_size),
+                              fit_iters=None if fit_iters is None else int(fit_iters),
+                              final_fit_iters=int(final_fit_iters), fit_tol=float(fit_tol))
         self.result: RunResult | None = None
         self.engine: Engine | None = None
 
@@ -320,8 +451,14 @@ class Synthesizer:
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,
             public_columns: Sequence[str] = (), data_name: str | None = None,
             public_name: str | None = None, backend: str = "memory",
-            backend_options: dict | None = None, budget=None) -> Iterator[RoundEvent]:
+            backend_options: dict | None = None, budget=None,
+            drop_columns: Sequence[str] = ()) -> Iterator[RoundEvent]:
         """Run the mechanism, yielding a :class:`RoundEvent` per round.
+
+        Every data column of ``data`` must be in the domain (the declared
+        ``schema``, or the public rows' columns when the domain is read off
+        them); ``drop_columns`` (a list, or a comma-separated string) leaves
+        columns out on request, and the report lists them.
 
         ``public_columns`` (a list, or a comma-separated string) marks columns
         of ``data`` as known for every record: the guarantee then protects the
@@ -343,7 +480,7 @@ class Synthesizer:
             yield from charged_run(budget, self, lambda: self.run(
                 data, public, schema=schema, public_flag=public_flag,
                 public_columns=public_columns, data_name=data_name, public_name=public_name,
-                backend=backend, backend_options=backend_options))
+                backend=backend, backend_options=backend_options, drop_columns=drop_columns))
             return
         started = time.perf_counter()
         cfg = self.config
@@ -362,7 +499,7 @@ class Synthesizer:
         inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
                                 public_columns=public_columns, data_name=data_name,
                                 public_name=public_name, backend=backend,
-                                backend_options=backend_options)
+                                backend_options=backend_options, drop_columns=drop_columns)
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
         if backend != "memory":  # count the workload's marginals in batched passes up front
             from .backends import prefetch
@@ -419,7 +556,7 @@ class Synthesizer:
         check_release(report)
         self.result = RunResult(cfg, inputs, workload, engine.events, engine.state.measurements,
                                 engine.ledger, engine.model, codes, synthetic, report,
-                                time.perf_counter() - started, run_warnings)
+                                time.perf_counter() - started, run_warnings, seed)
 
     def _report(self, inputs: Inputs, workload: Workload, engine: Engine, rho: float,
                 seeded: bool, rows: int) -> dict:
@@ -446,8 +583,7 @@ class Synthesizer:
         }
         config = cfg.resolved_json()
         config["mode"] = engine.noise.mode
-        if not seeded:
-            config["seed"] = None
+        del config["seed"]  # curator-only (RunResult.curator_record): it regenerates the noise
         return build_report(
             config=config, privacy=privacy, domain_source=inputs.schema.source,
             schema=inputs.schema.to_json(),
@@ -462,13 +598,14 @@ class Synthesizer:
             synthetic={"rows": rows, "columns": list(inputs.schema.names)},
             data={"n": inputs.data.n if bounded else None,
                   "n_note": "public under bounded DP" if bounded else
-                            "not released under unbounded DP (the synthetic size is the model's noisy total)"},
+                            "not released under unbounded DP (the synthetic size is the model's noisy total)",
+                  "dropped_columns": list(inputs.dropped)},
         )
 
 
 def synthesize(data, public=None, *, mechanism: str = "jam-pgm", **kwargs) -> RunResult:
     """One call: run a mechanism to the end and return the :class:`RunResult`."""
     run_keys = {"schema", "public_flag", "public_columns", "data_name", "public_name", "backend",
-                "backend_options", "budget"}
+                "backend_options", "budget", "drop_columns"}
     run_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in run_keys}
     return Synthesizer(mechanism, **kwargs).fit(data, public, **run_kwargs)

@@ -8,17 +8,21 @@ import sys
 
 from .errors import SynthError
 
-EPILOG = """examples:
+EPILOG = """examples (release mode: no --seed; the files may be published):
   synth run --sample adult-pub025 --mechanism jam-pgm --epsilon 1 --out out/synth.csv --report out/report.json
   synth run --data private.csv --public public.csv --schema schema.json --mechanism jam-pgm \\
-            --epsilon 1 --delta 1e-9 --workload all-3way --rounds 30 --seed 0 \\
+            --epsilon 1 --delta 1e-9 --workload all-3way --rounds 30 \\
             --out synth.parquet --report report.json
   synth run --data table.csv --public-flag is_public --mechanism aim --epsilon 3 --out synth.csv
+  synth run --data table.csv --schema schema.json --drop-columns id,notes --mechanism aim --epsilon 1
   synth run --data big.parquet --schema schema.json --backend duckdb --mechanism aim --epsilon 1
+
+research runs (for experiments only: --seed makes the noise regenerable, so their
+reports are not fit for publication):
   synth run --sample titanic --no-public --public-columns pclass,sex --mechanism vjam-pgm \\
-            --epsilon 1 --seed 0
+            --epsilon 1 --seed 0 --report out/research-report.json
   synth run --sample titanic --no-public --public-columns pclass,sex --mechanism aim \\
-            --conditional --epsilon 1 --seed 0
+            --conditional --epsilon 1 --seed 0 --report out/research-report.json
 """
 
 
@@ -72,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--max-input-mb", type=float, metavar="MB",
                      help="refuse a table file larger than MB once decompressed (default: "
                           "$SYNTH_MAX_INPUT_MB, else 2048)")
+    src.add_argument("--drop-columns", metavar="COL,COL,...",
+                     help="leave these columns of --data out of the run (the report lists "
+                          "them). Without it, a column of --data that is not in the domain "
+                          "(--schema, or the public rows' columns) is an error")
     src.add_argument("--schema", metavar="PATH",
                      help="declared schema (JSON: {\"columns\": [...]} or a Private-PGM domain "
                           "{\"col\": size}); without it the domain is read off the public rows, "
@@ -99,8 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--max-model-size", type=float, default=80.0,
                       help="Private-PGM model size limit in MB (default: 80)")
     mech.add_argument("--seed", type=int, default=None,
-                      help="seed for a reproducible research-mode run (default: a fresh "
-                           "seed from the operating system)")
+                      help="seed for a reproducible research-mode run, for experiments only: "
+                           "anyone who learns or guesses the seed can remove the noise, so such "
+                           "a report is not fit for publication (the seed is never written to "
+                           "the report; --diagnostics records it). Default: release mode")
     mech.add_argument("--mode", default=None, choices=["research", "release"],
                       help="research: continuous Gaussian and Gumbel noise from the seeded "
                            "generator (reproducible, fast); release: discrete Gaussian on "
@@ -117,12 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
                            "fraction over 50 iterations, twice in a row (default: 1e-4)")
     out = run.add_argument_group("output")
     out.add_argument("--out", metavar="PATH", default="out/synthetic.csv",
-                     help="synthetic data, .csv or .parquet (default: out/synthetic.csv)")
+                     help="synthetic data, .csv or .parquet (default: out/synthetic.csv). Every "
+                          "output path is checked before any budget is spent, and the files "
+                          "are written all or nothing")
     out.add_argument("--report", metavar="PATH", default="out/report.json",
                      help="release report, JSON (default: out/report.json)")
     out.add_argument("--diagnostics", metavar="PATH",
                      help="also write CURATOR-ONLY diagnostics (true workload and per-marginal "
-                          "errors, from the private data without noise) to PATH; never release it")
+                          "errors, from the private data without noise, and the run's seed) to "
+                          "PATH (.json); never release it")
     out.add_argument("--quiet", action="store_true", help="do not print the rounds")
     _add_budget_arguments(run)
 
@@ -223,26 +236,27 @@ def _parse_options(items) -> dict:
     return out
 
 
-def _parse_columns(value: str | None) -> tuple[str, ...]:
-    """``--public-columns a,b,c`` to a tuple of column names."""
+def _parse_columns(value: str | None, flag: str = "--public-columns") -> tuple[str, ...]:
+    """``--public-columns a,b,c`` (or another ``flag``) to a tuple of column names."""
     if value is None:
         return ()
     cols = tuple(c.strip() for c in value.split(","))
     if not any(cols) or not all(cols):
-        raise SynthError(f"Cannot read --public-columns {value!r}.",
-                         hint="Give column names separated by commas, e.g. --public-columns age,sex.")
+        raise SynthError(f"Cannot read {flag} {value!r}.",
+                         hint=f"Give column names separated by commas, e.g. {flag} age,sex.")
     return cols
 
 
 def _run(args) -> int:
-    from .api import Synthesizer, load_sample
-    from .report import write_json
+    from .api import Synthesizer, check_outputs, load_sample
     from .tables import set_max_input_mb
 
     set_max_input_mb(args.max_input_mb)
     if bool(args.data) == bool(args.sample):
         raise SynthError("Give exactly one of --data PATH or --sample NAME.",
                          hint="'synth samples' lists the bundled samples.")
+    # before any budget is spent: every output can be written
+    check_outputs(out=args.out, report=args.report, diagnostics=args.diagnostics)
     public, schema = args.public, args.schema
     data_name = public_name = None
     if args.sample:
@@ -274,24 +288,32 @@ def _run(args) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
         f"({args.neighbours} DP), workload {args.workload}, {synth.config.run_mode} mode")
-    public_columns = _parse_columns(args.public_columns)
+    public_columns = _parse_columns(args.public_columns, "--public-columns")
+    drop_columns = _parse_columns(args.drop_columns, "--drop-columns")
     budget = _budget_account(args, data)
     for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
                            public_columns=public_columns, data_name=data_name,
-                           public_name=public_name, backend=args.backend, budget=budget):
+                           public_name=public_name, backend=args.backend, budget=budget,
+                           drop_columns=drop_columns):
         say(event.describe())
     result = synth.result
     if args.backend != "memory":
         stats = result.inputs.data.private.stats
         say(f"counted with {args.backend}: {stats.cliques} marginals in {stats.passes} passes, "
             f"{stats.bytes_scanned / 2**20:.1f} MiB scanned, {stats.seconds:.1f}s")
-    result.write(args.out, args.report)
+    result.write(args.out, args.report, args.diagnostics)
     ledger = result.ledger
     for message in result.warnings:
         print(f"synth: warning: {message}", file=sys.stderr)
     say(f"spent rho={ledger.spent:.6g} of {ledger.total:.6g} in {len(result.events)} rounds, "
         f"{result.seconds:.1f}s")
     say(f"wrote {args.out} ({len(result.synthetic)} rows) and {args.report}")
+    if result.inputs.dropped:
+        say(f"dropped on request (not in the synthetic data): {', '.join(result.inputs.dropped)}")
+    if result.report["privacy"]["mode"] == "research" and result.config.seed is not None:
+        print("synth: warning: seeded research run: anyone who learns or guesses the seed can "
+              "remove the noise, so the report is not fit for publication (release mode: run "
+              "without --seed).", file=sys.stderr)
     if budget is not None:
         say(f"table's total budget ({budget.label}): {budget.left_text(args.delta)} left")
     if result.inputs.schema.source == "private":
@@ -300,10 +322,7 @@ def _run(args) -> int:
     diag = result.curator_diagnostics()
     say(f"CURATOR-ONLY (not for release): workload error {diag.workload_error:.4f}")
     if args.diagnostics:
-        payload = diag.to_json()
-        payload["public_proxy_workload_error"] = result.public_proxy_error()
-        write_json(args.diagnostics, payload)
-        say(f"wrote CURATOR-ONLY diagnostics to {args.diagnostics}")
+        say(f"wrote CURATOR-ONLY diagnostics (with the seed) to {args.diagnostics}")
     return 0
 
 
@@ -369,6 +388,10 @@ def main(argv=None) -> int:
         return _samples()
     except SynthError as exc:
         print(f"synth: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a disk that filled up while writing
+        where = f" '{exc.filename}'" if exc.filename else ""
+        print(f"synth: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("synth: interrupted; nothing was written.", file=sys.stderr)

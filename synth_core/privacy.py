@@ -32,6 +32,11 @@ from .errors import BudgetExceededError, ConfigError
 #: left": it only absorbs floating-point rounding of ``total - spent``.
 LEDGER_RELATIVE_TOLERANCE = 1e-12
 
+#: The largest epsilon a run accepts. Far beyond any meaningful guarantee
+#: (e^epsilon overflows a float from about 710), it keeps the conversion to rho
+#: in the range where its arithmetic is exact to floating-point precision.
+MAX_EPSILON = 1e6
+
 
 # --------------------------------------------------------------------------
 # (epsilon, delta) <-> rho
@@ -59,7 +64,7 @@ def cdp_delta(rho: float, eps: float) -> float:
             hi = a
     a = 0.5 * (lo + hi)
     log_delta = (a - 1) * (a * rho - eps) + a * math.log1p(-1.0 / a) - math.log(a - 1)
-    return min(1.0, math.exp(log_delta))
+    return math.exp(min(log_delta, 0.0))  # delta is at most 1 (and exp cannot overflow)
 
 
 def _bisect(ok, lo: float, hi: float, *, ok_is_low: bool) -> float:
@@ -83,9 +88,14 @@ def cdp_epsilon(rho: float, delta: float) -> float:
 
 
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
-    """Largest rho such that rho-zCDP implies (epsilon, delta)-DP."""
+    """Largest rho such that rho-zCDP implies (epsilon, delta)-DP (``0 < epsilon
+    <= MAX_EPSILON``)."""
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ConfigError(f"epsilon must be a positive number, got {epsilon!r}.")
+    if epsilon > MAX_EPSILON:
+        raise ConfigError(f"epsilon must be at most {MAX_EPSILON:g}, got {epsilon:g}.",
+                          hint="Such an epsilon promises no privacy; typical values lie "
+                               "between 0.1 and 10.")
     _check_delta(delta)
     return _bisect(lambda r: cdp_delta(r, epsilon) <= delta, 0.0, epsilon + 1.0, ok_is_low=True)
 

@@ -23,9 +23,21 @@ from .privacy import cdp_epsilon
 
 REPORT_FORMAT = "synth-workbench-report/1"
 
-#: Keys that carry values computed from the private data without noise.
+#: Keys a release must not carry: values computed from the private data without
+#: noise, and the seed of the noise generator (with it, anyone can regenerate the
+#: research-mode noise and subtract it from the noisy answers).
 CURATOR_ONLY_KEYS = frozenset({"curator", "scores", "workload_error", "per_marginal_error",
-                               "true_error", "public_error", "exact_answer"})
+                               "true_error", "public_error", "exact_answer", "seed"})
+
+#: File names ``--out`` may have (synthetic data) and the JSON files' suffix.
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+JSON_SUFFIXES = (".json",)
+
+#: The warning of a seeded research run's privacy statement.
+SEEDED_WARNING = ("WARNING: not fit for publication. The noise came from a seeded pseudo-random "
+                  "generator: anyone who learns or guesses the seed can regenerate the noise "
+                  "and remove it, recovering the exact private answers. Use release mode "
+                  "(no seed) for anything you publish.")
 
 DOMAIN_NOTES = {
     "declared": "The domain (category lists and numeric bounds) was declared in a schema; "
@@ -70,10 +82,11 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
                      + protected + " only.")
     lines.append(DOMAIN_NOTES[domain_source])
     if research_mode:
-        lines.append("Research mode: noise is continuous Gaussian from a seeded generator, for "
-                     "reproducibility; it is not hardened against floating-point attacks."
-                     + ("" if seeded else " (The seed was drawn from the operating system and "
-                                          "is not released.)"))
+        lines.append("Research mode: noise is continuous Gaussian from a seeded pseudo-random "
+                     "generator, for reproducible experiments; it is not hardened against "
+                     "floating-point attacks."
+                     + (" " + SEEDED_WARNING if seeded else
+                        " The seed was drawn from the operating system and is not released."))
     else:
         lines.append("Release mode: every marginal was measured as integer counts with the "
                      "discrete Gaussian mechanism, and every selection's noise was sampled "
@@ -120,23 +133,83 @@ def check_release(obj, path: str = "report") -> None:
             check_release(value, f"{path}[{i}]")
 
 
+def check_output_path(path, suffixes: tuple[str, ...], role: str) -> Path:
+    """``path`` as a Path, or DataError before anything is spent or written: its
+    name must end in one of ``suffixes``, it must not be a folder, and its
+    nearest existing parent must be a writable folder (missing folders below it
+    are created when the file is written)."""
+    path = Path(path)
+    if not path.name.lower().endswith(suffixes):
+        raise DataError(f"Cannot write {role} '{path}': unsupported file type.",
+                        hint=f"Use a file name ending in {' or '.join(suffixes)}.", path=str(path))
+    if path.is_dir():
+        raise DataError(f"Cannot write {role} '{path}': it is a folder.",
+                        hint="Give a file name.", path=str(path))
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise DataError(f"Cannot write {role} '{path}': '{parent}' is not a folder.",
+                        path=str(path))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DataError(f"Cannot write {role} '{path}': folder '{parent}' is not writable.",
+                        hint="Choose a folder you can write to.", path=str(path))
+    return path
+
+
+def check_distinct(paths) -> None:
+    """DataError if two outputs would go to the same file."""
+    seen: dict[Path, str] = {}
+    for path in paths:
+        key = Path(path).resolve()
+        if key in seen:
+            raise DataError(f"Two outputs would be written to '{path}'.",
+                            hint="Give each output its own file name.", path=str(path))
+        seen[key] = str(path)
+
+
+def write_all(files) -> None:
+    """Write every ``(path, bytes)`` of ``files``, all or nothing.
+
+    Each file is first written in full to a temporary file beside its target;
+    only when all are complete are they renamed onto their targets. On any
+    failure the temporary files are removed and no target is touched; an
+    ``OSError`` becomes a DataError naming the path.
+    """
+    staged: list[tuple[str, Path]] = []
+    current = None
+    try:
+        for path, data in files:
+            current = path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        for tmp, path in staged:
+            current = path
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise DataError(f"Cannot write '{current}': {exc.strerror or exc}.",
+                        path=str(current)) from None
+    finally:
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_all([(path, data)])
+
+
+def json_bytes(obj) -> bytes:
+    """``obj`` as indented UTF-8 JSON."""
+    return (json.dumps(obj, indent=2) + "\n").encode("utf-8")
 
 
 def write_json(path, obj) -> None:
-    atomic_write_bytes(Path(path), (json.dumps(obj, indent=2) + "\n").encode("utf-8"))
+    atomic_write_bytes(Path(path), json_bytes(obj))
 
 
 #: A plain decimal number (e.g. -3.5 or +1e-3): left alone by the CSV export.
@@ -153,16 +226,17 @@ def _neutralise(value):
     return value
 
 
-def write_table(path, df: pd.DataFrame) -> None:
-    """Write synthetic data as CSV (formula-like cells neutralised) or Parquet."""
+def table_bytes(path, df: pd.DataFrame) -> bytes:
+    """Synthetic data as the bytes of a CSV (formula-like cells neutralised) or
+    Parquet file, chosen by the name of ``path``."""
     path = Path(path)
     name = path.name.lower()
     if name.endswith((".parquet", ".pq")):
         import io
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
-        atomic_write_bytes(path, buf.getvalue())
-    elif name.endswith(".csv"):
+        return buf.getvalue()
+    if name.endswith(".csv"):
         # number columns are written as numbers and never quoted
         safe = df.copy()
         for col in safe.columns:
@@ -175,7 +249,11 @@ def write_table(path, df: pd.DataFrame) -> None:
         # CRLF line ends (RFC 4180): the csv writer then also quotes cells that
         # hold a bare CR, which a spreadsheet would otherwise split into a new
         # row whose first cell could start a formula
-        atomic_write_bytes(path, safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8"))
-    else:
-        raise DataError(f"Cannot write '{path}': unsupported file type.",
-                        hint="Use a .csv or .parquet file name.", path=str(path))
+        return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
+    raise DataError(f"Cannot write '{path}': unsupported file type.",
+                    hint="Use a .csv or .parquet file name.", path=str(path))
+
+
+def write_table(path, df: pd.DataFrame) -> None:
+    """Write synthetic data as CSV (formula-like cells neutralised) or Parquet."""
+    atomic_write_bytes(Path(path), table_bytes(path, df))

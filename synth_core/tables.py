@@ -498,17 +498,90 @@ class PublicInfo:
                               "to protect.", hint="Leave at least one column private.")
 
 
+# ---------------------------------------------------------------- columns
+
+
+def check_unique_columns(df: pd.DataFrame, label: str) -> None:
+    """DataError naming the column names that ``df`` (called ``label``) holds twice."""
+    names = [str(c) for c in df.columns]
+    doubled = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+    if doubled:
+        raise DataError(f"{label} has duplicated column names: {_show_list(doubled)}.",
+                        hint="Rename or remove the repeated columns so that every name is "
+                             "distinct.", column=doubled[0])
+
+
+def check_drop_columns(columns, drop: tuple[str, ...], *, table_label: str,
+                       flag_column: str | None = None, public_columns=()) -> None:
+    """ConfigError unless every column of ``drop`` is a data column of the table
+    (``columns``: its names), named once, and neither the flag nor a public column."""
+    columns = list(columns)
+    unknown = [c for c in drop if c not in columns or c == flag_column]
+    if unknown:
+        raise ConfigError(f"columns to drop are not data columns of {table_label}: "
+                          f"{_show_list(unknown)}.",
+                          hint=f"Its columns are: {_show_list(c for c in columns if c != flag_column)}.",
+                          column=unknown[0])
+    doubled = list(dict.fromkeys(c for c in drop if drop.count(c) > 1))
+    if doubled:
+        raise ConfigError(f"columns to drop listed twice: {_show_list(doubled)}.",
+                          column=doubled[0])
+    both = [c for c in drop if c in public_columns]
+    if both:
+        raise ConfigError(f"columns both dropped and public: {_show_list(both)}.",
+                          hint="Drop a column or mark it public, not both.", column=both[0])
+
+
+def check_no_column_lost(columns, schema: Schema, *, table_label: str,
+                         flag_column: str | None = None, drop: tuple[str, ...] = ()) -> None:
+    """DataError if a data column of the private table (``columns``: its names)
+    is neither in ``schema`` nor dropped on request: the synthetic data would
+    silently lack it. The public-rows flag column is not a data column."""
+    lost = [c for c in columns if c not in schema.names and c != flag_column and c not in drop]
+    if not lost:
+        return
+    where = {"public": "the public rows (the domain was read off them)",
+             "declared": "the schema",
+             "private": "the schema"}[schema.source]
+    raise DataError(
+        f"{table_label} has column(s) {_show_list(lost)} that are not in {where}; the "
+        f"synthetic data would not have them.",
+        hint=("Add them to the schema (--schema) or to the public table, or drop them "
+              "explicitly with --drop-columns " + ",".join(lost)
+              + " (Python: drop_columns=[...]); the report then lists them as dropped."),
+        column=lost[0])
+
+
+def without_dropped(schema: Schema, drop: tuple[str, ...]) -> Schema:
+    """``schema`` without the dropped columns (itself when it has none of them)."""
+    if not any(c in schema.names for c in drop):
+        return schema
+    keep = [c for c in schema.names if c not in drop]
+    if not keep:
+        raise SchemaError("every schema column is dropped, so there is nothing to synthesise.",
+                          hint="Drop fewer columns.")
+    return schema.project(keep)
+
+
 def prepare_tables(private_df: pd.DataFrame, schema: Schema, public: PublicInfo | None,
-                   *, private_name: str = "data", allow_all_public: bool = True
+                   *, private_name: str = "data", allow_all_public: bool = True,
+                   drop_columns: tuple[str, ...] = ()
                    ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """Integer codes of the private table and of the public rows (or None).
 
     Public rows come from a separate table or from a flag column of
     ``private_df``; both parts are checked against ``schema`` and errors name
-    the part at fault ("public table 'pub.csv': column 'sex' ...").
+    the part at fault ("public table 'pub.csv': column 'sex' ..."). Every data
+    column of ``private_df`` must be a schema column or be listed in
+    ``drop_columns`` (no column is left out silently).
     """
     public = public or PublicInfo()
     public.validate(schema, allow_all_public)
+    flag = public.rows.flag_column if public.rows is not None else None
+    label = f"the private table '{private_name}'"
+    check_unique_columns(private_df, label)
+    check_no_column_lost(private_df.columns, schema, table_label=label, flag_column=flag,
+                         drop=tuple(drop_columns))
     public_df, rows = None, public.rows
     if rows is not None:
         if rows.flag_column is not None and rows.flag_column in schema.names:

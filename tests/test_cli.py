@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,3 +90,164 @@ def test_public_table_that_does_not_fit_the_schema(tmp_path):
     res = synth("run", "--sample", "titanic", "--public", str(pub), "--out", str(tmp_path / "s.csv"))
     assert res.returncode == 2
     assert "public table 'pub.csv'" in res.stderr and "'sex'" in res.stderr and "'F'" in res.stderr
+
+
+# -- outputs: checked before any budget is spent, written all or nothing ------------------
+
+def run_main(*args):
+    """``synth run`` in this process (no budget spent by the checks under test)."""
+    from synth_core.cli import main
+    return main(["run", *args])
+
+
+QUICK = ("--sample", "titanic", "--mechanism", "mwem-pgm", "--rounds", "1", "--workload",
+         "all-1way", "--fit-iters", "5", "--final-fit-iters", "5", "--seed", "0", "--quiet")
+
+
+@pytest.mark.parametrize("which,name,expected", [
+    ("--out", "s.xlsx", "unsupported file type"),
+    ("--out", "s", "unsupported file type"),
+    ("--report", "r.txt", "unsupported file type"),
+    ("--diagnostics", "d.csv", "unsupported file type"),
+    ("--report", "folder.json", "it is a folder"),
+    ("--report", "afile.json/r.json", "is not a folder"),
+])
+def test_a_bad_output_path_fails_before_the_run(which, name, expected, tmp_path, capsys):
+    (tmp_path / "folder.json").mkdir()
+    (tmp_path / "afile.json").write_text("{}")
+    paths = {"--out": tmp_path / "s.csv", "--report": tmp_path / "r.json"}
+    paths[which] = tmp_path / name
+    args = [a for k, v in paths.items() for a in (k, str(v))]
+    assert run_main(*QUICK, *args) == 2
+    err = capsys.readouterr()
+    assert expected in err.err and str(tmp_path / name) in err.err
+    assert "round" not in err.out        # nothing ran: no budget spent
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile.json", "folder.json"]
+
+
+def test_two_outputs_on_one_path_are_refused(tmp_path, capsys):
+    same = str(tmp_path / "r.json")
+    assert run_main(*QUICK, "--out", str(tmp_path / "s.csv"), "--report", same,
+                    "--diagnostics", same) == 2
+    assert "Two outputs" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_output_folders_are_created_and_all_files_written(tmp_path, capsys):
+    out, report, diag = (tmp_path / "a" / "b" / "s.csv", tmp_path / "c" / "r.json",
+                         tmp_path / "d.json")
+    assert run_main(*QUICK, "--out", str(out), "--report", str(report),
+                    "--diagnostics", str(diag)) == 0
+    assert out.exists() and report.exists() and diag.exists()
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["s.csv"]  # no temp files left
+    assert "seed" not in json.loads(report.read_text())["config"]
+    # the seed lives in the curator-only file, and the report's statement warns
+    assert json.loads(diag.read_text())["run"]["seed"] == 0
+    assert "not fit for publication" in json.loads(report.read_text())["privacy"]["statement"]
+    assert "not fit for publication" in capsys.readouterr().err   # warned even with --quiet
+
+
+def test_a_failing_report_write_leaves_no_synthetic_file_and_no_temp_file(tmp_path):
+    """A real write failure: the process may write at most ``limit`` bytes per file
+    (RLIMIT_FSIZE), enough for the Parquet synthetic data (about 7 kB) but not for
+    the report (about 20 kB with the 2-way workload)."""
+    limit = 12_000
+    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+              f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+              "from synth_core.cli import main; sys.exit(main(sys.argv[1:]))")
+    out, report = tmp_path / "s.parquet", tmp_path / "r.json"
+    res = subprocess.run([sys.executable, "-c", script, "run", *QUICK, "--workload", "all-2way",
+                          "--out", str(out), "--report", str(report)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(report) in lines[0] and "Traceback" not in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_absurd_epsilon_is_a_config_error(tmp_path, capsys):
+    assert run_main(*QUICK, "--epsilon", "1e300", "--out", str(tmp_path / "s.csv"),
+                    "--report", str(tmp_path / "r.json")) == 2
+    err = capsys.readouterr().err
+    assert "epsilon must be at most" in err and "Traceback" not in err
+
+
+# -- no silent column loss ------------------------------------------------------------------
+
+TITANIC = ROOT / "sample_data" / "titanic"
+
+
+def _public_without(tmp_path, column, keep=None):
+    """The Titanic public table without ``column`` (and only the columns ``keep``)."""
+    import pandas as pd
+    path = tmp_path / "pub.csv"
+    public = pd.read_csv(TITANIC / "public.csv")
+    public[keep or list(public.columns)].drop(columns=[column]).to_csv(path, index=False)
+    return path
+
+
+#: Titanic's categorical columns: a domain read off the public rows covers them
+CATEGORICAL = ["pclass", "survived", "sex"]
+
+
+def test_a_column_missing_from_the_public_table_is_an_error(tmp_path, capsys):
+    pub = _public_without(tmp_path, "parch")
+    code = run_main("--data", str(TITANIC / "private.csv"), "--public", str(pub),
+                    "--mechanism", "jam-pgm", "--out", str(tmp_path / "s.csv"),
+                    "--report", str(tmp_path / "r.json"), "--quiet")
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "'parch'" in err and "--drop-columns parch" in err and "public" in err
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_partial_schema_is_an_error(tmp_path, capsys):
+    schema = json.loads((TITANIC / "schema.json").read_text())
+    schema["columns"] = [c for c in schema["columns"] if c["name"] not in ("age", "sibsp")]
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    code = run_main("--data", str(TITANIC / "private.csv"), "--schema", str(path),
+                    "--mechanism", "aim", "--out", str(tmp_path / "s.csv"),
+                    "--report", str(tmp_path / "r.json"), "--quiet")
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "'age'" in err and "'sibsp'" in err and "not in the schema" in err
+    assert "--drop-columns age,sibsp" in err
+
+
+def test_columns_are_dropped_only_when_asked_and_the_report_lists_them(tmp_path):
+    import pandas as pd
+    pub = _public_without(tmp_path, "sex", keep=CATEGORICAL)
+    data = tmp_path / "private.csv"
+    pd.read_csv(TITANIC / "private.csv")[CATEGORICAL].to_csv(data, index=False)
+    out, report = tmp_path / "s.csv", tmp_path / "r.json"
+    code = run_main("--data", str(data), "--public", str(pub),
+                    "--drop-columns", "sex", "--mechanism", "jam-pgm", "--rounds", "2",
+                    "--workload", "all-1way", "--fit-iters", "5", "--final-fit-iters", "5",
+                    "--seed", "0", "--quiet", "--out", str(out), "--report", str(report))
+    assert code == 0
+    rep = json.loads(report.read_text())
+    assert rep["data"]["dropped_columns"] == ["sex"]
+    assert list(pd.read_csv(out).columns) == ["pclass", "survived"]
+    assert rep["synthetic"]["columns"] == ["pclass", "survived"]
+
+
+def test_the_public_flag_column_is_not_a_dropped_column(tmp_path):
+    import pandas as pd
+    data = pd.read_csv(TITANIC / "titanic.csv")[CATEGORICAL]
+    data["is_public"] = np.arange(len(data)) % 4 == 0
+    path = tmp_path / "flagged.csv"
+    data.to_csv(path, index=False)
+    report = tmp_path / "r.json"
+    code = run_main("--data", str(path), "--public-flag", "is_public", "--mechanism", "jam-pgm",
+                    "--rounds", "2", "--workload", "all-1way", "--fit-iters", "5",
+                    "--final-fit-iters", "5", "--seed", "0", "--quiet",
+                    "--out", str(tmp_path / "s.csv"), "--report", str(report))
+    assert code == 0
+    assert json.loads(report.read_text())["data"]["dropped_columns"] == []
+
+
+def test_an_unknown_column_to_drop_is_named(tmp_path, capsys):
+    assert run_main(*QUICK, "--drop-columns", "parch,colour", "--out", str(tmp_path / "s.csv"),
+                    "--report", str(tmp_path / "r.json")) == 2
+    assert "'colour'" in capsys.readouterr().err

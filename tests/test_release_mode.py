@@ -64,6 +64,16 @@ def test_mode_defaults_and_a_seed_is_refused_in_release_mode():
         Synthesizer("jam-pgm", seed=0, mode="fast")
 
 
+def test_the_defaults_are_release_mode():
+    assert Synthesizer("aim").config.run_mode == "release"
+    assert RunConfig().seed is None and RunConfig().run_mode == "release"
+    from synth_core import synthesize
+    private, _ = tiny_tables()
+    result = synthesize(private, mechanism="mwem-pgm", epsilon=1.0, workload="all-1way",
+                        rounds=1, fit_iters=5, final_fit_iters=5, schema=dict(SIZES))
+    assert result.report["privacy"]["mode"] == "release" and not result.report["privacy"]["seeded"]
+
+
 def test_cli_refuses_a_seeded_release_and_runs_one_unseeded(tmp_path, capsys):
     code = main(["run", "--sample", "titanic", "--seed", "0", "--mode", "release",
                  "--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")])
@@ -75,7 +85,7 @@ def test_cli_refuses_a_seeded_release_and_runs_one_unseeded(tmp_path, capsys):
                  "--quiet", "--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")])
     assert code == 0
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["config"]["mode"] == "release" and report["config"]["seed"] is None
+    assert report["config"]["mode"] == "release" and "seed" not in report["config"]
     assert report["privacy"]["mode"] == "release" and not report["privacy"]["seeded"]
     for m in report["measurements"]:
         if m["source"] == "private":
@@ -211,4 +221,10 @@ def test_aim_end_to_end_in_release_mode_and_the_report_states_the_mode():
     # research mode without a seed: still research, the OS seed is not released
     unseeded = tiny_run("aim", seed=None, mode="research", rounds=6)
     assert unseeded.report["privacy"]["mode"] == "research"
-    assert unseeded.report["config"]["seed"] is None and not unseeded.report["privacy"]["seeded"]
+    assert "seed" not in unseeded.report["config"] and not unseeded.report["privacy"]["seeded"]
+    assert "not released" in unseeded.report["privacy"]["statement"]
+    # the seeds stay with the curator
+    assert research.curator_record() == {**research.curator_record(), "seed": 4,
+                                         "mode": "research", "seed_given": True}
+    assert not unseeded.curator_record()["seed_given"]
+    assert isinstance(unseeded.curator_record()["seed"], int)

@@ -252,7 +252,7 @@ def test_without_public_columns_every_clique_is_private(small_private, small_sch
     from synth_core.api import RunWarning
 
     synth = Synthesizer("vjam-pgm", epsilon=1.0, rounds=3, workload=WORKLOAD, fit_iters=20,
-                        final_fit_iters=40)
+                        final_fit_iters=40, seed=0)
     with pytest.warns(RunWarning, match="without public columns"):
         events = list(synth.run(small_private, schema=small_schema))
     result = synth.result
@@ -277,7 +277,7 @@ def test_all_columns_public_spends_nothing_and_warns(small_private, small_schema
     from synth_core.api import RunWarning
 
     synth = Synthesizer("vjam-pgm", epsilon=1.0, rounds=2, workload=WORKLOAD, fit_iters=20,
-                        final_fit_iters=40)
+                        final_fit_iters=40, seed=0)
     with pytest.warns(RunWarning, match="Every column is marked public"):
         events = list(synth.run(small_private, schema=small_schema, public_columns=list(COLUMNS)))
     result = synth.result

@@ -28,7 +28,8 @@ from ..engine import PreparedData
 from ..errors import ConfigError, DataError, SchemaError
 from ..marginals import CodedTable
 from ..schema import declared_schema, infer_schema
-from ..tables import PublicInfo, PublicRows, load_table
+from ..tables import (PublicInfo, PublicRows, check_drop_columns, check_no_column_lost,
+                      check_unique_columns, load_table, without_dropped)
 from . import BACKENDS, CountingBackend, make_backend, open_rows
 
 #: the most flagged public rows an engine backend reads into memory
@@ -38,9 +39,12 @@ MAX_PUBLIC_ROWS = 5_000_000
 def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
                            public_columns: Sequence[str] = (), data_name: str | None = None,
                            public_name: str | None = None, backend: str = "duckdb",
-                           options: dict | None = None):
+                           options: dict | None = None, drop_columns: Sequence[str] = ()):
     """(schema, PreparedData, PublicInfo, public label) with the private data
-    as a counting backend. Raises ConfigError for what a backend cannot do."""
+    as a counting backend. Raises ConfigError for what a backend cannot do.
+
+    As with the memory backend, every data column of the private file must be
+    in the domain or named in ``drop_columns`` (dropped columns are never read)."""
     if backend not in BACKENDS or backend == "memory":
         raise ConfigError(f"prepare_backend_inputs needs an engine backend, not {backend!r}.")
     if public is not None and public_flag:
@@ -54,24 +58,35 @@ def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str |
                         f"not {type(data).__name__}.")
     pname = data_name or (Path(data).name if isinstance(data, (str, Path)) else "Spark DataFrame")
     options = dict(options or {})
+    drop = tuple(drop_columns)
+    file_columns = list(open_rows(backend, data, name=pname, **options).columns)
+    label = f"the private table '{pname}'"
+    if drop:
+        check_drop_columns(file_columns, drop, table_label=label, flag_column=public_flag,
+                           public_columns=tuple(public_columns))
 
     rows, public_df, public_label = None, None, None
     if public is not None:
         if isinstance(public, pd.DataFrame):
+            check_unique_columns(public, "the public table")
             public_df, pub_label = public, "public data"
         else:
             public_df, pub_label = load_table(public), Path(public).name
+        public_df = public_df.drop(columns=[c for c in drop if c in public_df.columns])
         pub_label = public_name or pub_label
         rows = PublicRows(table=public_df, source_name=pub_label)
         public_label = f"public table '{pub_label}', {len(public_df)} rows"
     elif public_flag:
         public_df = read_flagged_rows(backend, data, public_flag, name=pname, options=options)
+        public_df = public_df.drop(columns=[c for c in drop if c in public_df.columns])
         rows = PublicRows(flag_column=public_flag)
         public_label = f"rows of '{pname}' flagged by column '{public_flag}'"
     info = PublicInfo(rows=rows, columns=tuple(public_columns))
 
     sch = declared_schema(schema)
-    if sch is None:
+    if sch is not None:
+        sch = without_dropped(sch, drop)
+    else:
         if public_df is None:
             raise ConfigError(
                 f"the {backend} backend needs the domain from a declared schema (--schema) or "
@@ -84,6 +99,7 @@ def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str |
         raise SchemaError(f"the public-rows flag column '{public_flag}' is also a schema column.",
                           hint="Remove it from the schema.", column=public_flag)
     info.validate(sch, allow_all_public=True)
+    check_no_column_lost(file_columns, sch, table_label=label, flag_column=public_flag, drop=drop)
 
     public_table = None
     if public_df is not None:

@@ -1,0 +1,130 @@
+"""The Python API refuses arguments of the wrong type or range, tables with
+repeated column names, and columns that a run would silently leave out."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth_core import Synthesizer, synthesize
+from synth_core.api import MAX_ROUNDS, RunConfig
+from synth_core.errors import ConfigError, DataError, SynthError
+from synth_core.privacy import MAX_EPSILON, rho_from_epsilon_delta
+
+SIZES = {"a": 3, "b": 2, "c": 2}
+QUICK = dict(mechanism="mwem-pgm", epsilon=1.0, workload="all-1way", rounds=1, fit_iters=5,
+             final_fit_iters=5, seed=0)
+
+
+def table(n=120, seed=0, columns=("a", "b", "c")) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({c: rng.integers(0, SIZES.get(c, 2), n) for c in columns})
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"epsilon": "1"}, {"epsilon": True}, {"epsilon": None}, {"epsilon": math.inf},
+    {"epsilon": 1e300}, {"epsilon": MAX_EPSILON * 1.01},
+    {"delta": "1e-9"}, {"delta": False}, {"delta": 1.0},
+    {"rounds": 2.5}, {"rounds": True}, {"rounds": "3"}, {"rounds": 0},
+    {"rounds": MAX_ROUNDS + 1}, {"rounds": 10 ** 9},
+    {"fit_iters": 2.5}, {"fit_iters": 0}, {"final_fit_iters": 10.0}, {"final_fit_iters": True},
+    {"max_model_size": math.inf}, {"max_model_size": -1.0}, {"max_model_size": "80"},
+    {"max_model_size": math.nan},
+    {"fit_tol": "0.1"}, {"seed": -1}, {"seed": 1.5}, {"seed": True}, {"seed": "0"},
+])
+def test_bad_arguments_are_refused(kwargs):
+    with pytest.raises(SynthError):
+        Synthesizer("aim", **kwargs)
+    with pytest.raises(SynthError):
+        RunConfig("aim", **kwargs).validate()
+
+
+def test_good_arguments_are_accepted_and_normalised():
+    s = Synthesizer("aim", epsilon=2, delta=1e-9, rounds=np.int64(6), max_model_size=10,
+                    fit_iters=7, seed=np.int64(3))
+    cfg = s.config
+    assert (cfg.epsilon, cfg.rounds, cfg.max_model_size, cfg.fit_iters, cfg.seed) == (2.0, 6, 10.0, 7, 3)
+    assert type(cfg.epsilon) is float and type(cfg.rounds) is int and type(cfg.seed) is int
+    Synthesizer("aim", rounds=MAX_ROUNDS, epsilon=MAX_EPSILON)
+
+
+def test_epsilon_cap_is_where_the_conversion_is_still_exact():
+    rho = rho_from_epsilon_delta(MAX_EPSILON, 1e-9)
+    assert 0.99 * MAX_EPSILON < rho < MAX_EPSILON
+    with pytest.raises(ConfigError, match="at most"):
+        rho_from_epsilon_delta(MAX_EPSILON * 1.000001, 1e-9)
+
+
+def test_repeated_column_names_are_named():
+    df = pd.concat([table(), table(seed=1)[["b"]]], axis=1)
+    with pytest.raises(DataError, match="duplicated column names: 'b'") as info:
+        synthesize(df, schema=dict(SIZES), **QUICK)
+    assert info.value.column == "b"
+    with pytest.raises(DataError, match="public table has duplicated"):
+        synthesize(table(), df, schema=dict(SIZES), **{**QUICK, "mechanism": "jam-pgm"})
+
+
+def test_a_column_missing_from_the_public_rows_is_an_error():
+    with pytest.raises(DataError, match="'c'.*not in the public rows") as info:
+        synthesize(table(), table(60, 1, ("a", "b")), **{**QUICK, "mechanism": "jam-pgm"})
+    assert "drop_columns" in str(info.value) and info.value.column == "c"
+
+
+def test_a_partial_schema_is_an_error_and_dropping_is_explicit():
+    with pytest.raises(DataError, match="'c'.*not in the schema"):
+        synthesize(table(), schema={"a": 3, "b": 2}, **QUICK)
+    result = synthesize(table(), schema={"a": 3, "b": 2}, drop_columns=["c"], **QUICK)
+    assert list(result.synthetic.columns) == ["a", "b"]
+    assert result.report["data"]["dropped_columns"] == ["c"]
+    # a dropped column may also be in the schema: it leaves the run altogether
+    result = synthesize(table(), schema=dict(SIZES), drop_columns="c", **QUICK)
+    assert list(result.synthetic.columns) == ["a", "b"]
+    assert result.report["data"]["dropped_columns"] == ["c"]
+    assert [c["name"] for c in result.report["schema"]["columns"]] == ["a", "b"]
+
+
+def test_dropping_a_column_that_is_not_there_or_public_is_refused():
+    with pytest.raises(ConfigError, match="'zzz'"):
+        synthesize(table(), schema=dict(SIZES), drop_columns=["zzz"], **QUICK)
+    with pytest.raises(ConfigError, match="dropped and public"):
+        synthesize(table(), schema=dict(SIZES), drop_columns=["a"], public_columns=["a"],
+                   **{**QUICK, "mechanism": "vjam-pgm"})
+
+
+def test_write_checks_every_path_first_and_writes_all_or_nothing(tmp_path):
+    result = synthesize(table(), schema=dict(SIZES), **QUICK)
+    with pytest.raises(DataError, match="unsupported file type"):
+        result.write(tmp_path / "s.csv", tmp_path / "r.txt")
+    (tmp_path / "blocker").write_text("a file, not a folder")
+    with pytest.raises(DataError, match="not a folder"):
+        result.write(tmp_path / "s.csv", tmp_path / "blocker" / "r.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker"]
+    result.write(tmp_path / "s.parquet", tmp_path / "r.json", tmp_path / "d.json")
+    assert json.loads((tmp_path / "d.json").read_text())["run"]["seed"] == 0
+    assert "seed" not in json.loads((tmp_path / "r.json").read_text())["config"]
+
+
+def test_write_all_renames_nothing_when_one_file_fails(tmp_path):
+    from synth_core.report import write_all
+    (tmp_path / "blocker").write_text("x")
+    with pytest.raises(DataError, match="blocker"):
+        write_all([(tmp_path / "good.csv", b"a\r\n1\r\n"),
+                   (tmp_path / "blocker" / "r.json", b"{}")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker"]
+
+
+def test_duckdb_backend_refuses_a_lost_column_and_drops_on_request(tmp_path):
+    pytest.importorskip("duckdb")
+    path = tmp_path / "private.parquet"
+    table(200).to_parquet(path)
+    kw = {**QUICK, "backend": "duckdb"}
+    with pytest.raises(DataError, match="'c'.*not in the schema"):
+        synthesize(path, schema={"a": 3, "b": 2}, **kw)
+    result = synthesize(path, schema={"a": 3, "b": 2}, drop_columns=["c"], **kw)
+    assert result.report["data"]["dropped_columns"] == ["c"]
+    assert list(result.synthetic.columns) == ["a", "b"]
