@@ -338,7 +338,9 @@ def test_run_page_runs_in_background_and_release_page_downloads():
     assert "ρ = 0.01497" in sidebar_text(at)         # the session's budget
 
     go(at, "app_pages/release.py")
-    assert not errors(at)
+    # a seeded research run: the page says it must not be published, and nothing else is wrong
+    errs = errors(at)
+    assert len(errs) == 1 and errs[0].startswith("Not fit for publication")
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["Synthetic data (CSV)", "Synthetic data (Parquet)", "Report (JSON)",
                       "Schema (JSON)", "Reproduce (shell)"]
