@@ -250,6 +250,23 @@ class Changes:
     neighbours: int = 0
 
 
+def answer_change(mech, state, other, clique, source: str) -> tuple[str, float]:
+    """How far the answer a measurement of ``clique`` releases moves from
+    ``state``'s table to ``other``'s: ``("private", L2 change)`` for a noisy
+    marginal (the Engine measures ``state.data.private.marginal``), ``("free",
+    largest cell change)`` for an exact answer measured for free."""
+    if source == PRIVATE:
+        diff = other.data.private.marginal(clique) - state.data.private.marginal(clique)
+        return "private", float(np.linalg.norm(diff))
+    diff = mech.public_answer(other, clique) - mech.public_answer(state, clique)
+    return "free", float(np.max(np.abs(diff)))
+
+
+def on_table(state, rows):
+    """``state`` with the private table replaced by ``rows`` (model, public rows kept)."""
+    return dataclasses.replace(state, data=PreparedData(table(rows), state.data.public))
+
+
 def largest_changes(mech, state, plan, pool, rows, setup: Setup) -> Changes:
     """Scores of ``pool`` and the answers a measurement of each candidate would
     release, on ``state``'s table and on each of its neighbours (same model,
@@ -257,16 +274,12 @@ def largest_changes(mech, state, plan, pool, rows, setup: Setup) -> Changes:
     base = np.asarray(mech.scores(state, plan, pool), dtype=float)
     out = Changes()
     for other_rows in neighbours(rows, setup.relation, setup.public_columns):
-        other = dataclasses.replace(state, data=PreparedData(table(other_rows), state.data.public))
+        other = on_table(state, other_rows)
         scores = np.asarray(mech.scores(other, plan, pool), dtype=float)
         out.score = max(out.score, float(np.max(np.abs(scores - base))))
         for cand in pool:
-            if cand.source == PRIVATE:   # the Engine measures state.data.private.marginal
-                diff = other.data.private.marginal(cand.clique) - state.data.private.marginal(cand.clique)
-                out.private = max(out.private, float(np.linalg.norm(diff)))
-            else:
-                diff = mech.public_answer(other, cand.clique) - mech.public_answer(state, cand.clique)
-                out.free = max(out.free, float(np.max(np.abs(diff))))
+            kind, change = answer_change(mech, state, other, cand.clique, cand.source)
+            setattr(out, kind, max(getattr(out, kind), change))
         out.neighbours += 1
     assert out.neighbours > 0
     return out
@@ -314,18 +327,15 @@ def check_initial_measurements(engine, rows, setup):
     assert all(c.step == "measure" for c in charges)
     rho_each = {c.detail: c.rho for c in charges}
     for m in initial:
-        worst = 0.0
-        for other_rows in neighbours(rows, setup.relation, setup.public_columns):
-            other = dataclasses.replace(state, data=PreparedData(table(other_rows), state.data.public))
-            if m.source == PRIVATE:
-                diff = other.data.private.marginal(m.clique) - state.data.private.marginal(m.clique)
-                worst = max(worst, float(np.linalg.norm(diff)))
-            else:
-                diff = engine.mechanism.public_answer(other, m.clique) - m.values
-                assert np.max(np.abs(diff)) == 0.0, m.clique
+        worst = max(answer_change(engine.mechanism, state, on_table(state, other_rows), m.clique,
+                                  m.source)[1]
+                    for other_rows in neighbours(rows, setup.relation, setup.public_columns))
         if m.source == PRIVATE:
             d = m.noise_std * math.sqrt(2.0 * rho_each["×".join(m.clique)])
             assert worst == pytest.approx(d, rel=ROUNDING), m.clique
+        else:
+            assert np.array_equal(engine.mechanism.public_answer(state, m.clique), m.values)
+            assert worst == 0.0, m.clique
 
 
 def crafted_state(setup: Setup):
