@@ -300,15 +300,17 @@ class Engine:
                  *, rho: float, neighbours: Neighbours, seed: int | None,
                  fit_iters: int | None = None, final_fit_iters: int = 1000,
                  fit_tol: float = 1e-4,
-                 final_fit_tol: float = 1e-7, mode: str = "research"):
+                 final_fit_tol: float = 1e-7, mode: str = "research",
+                 noise: privacy.NoiseSource | None = None):
         self.mechanism = mechanism
         self.data = data
         self.workload = workload
         self.neighbours = neighbours
         self.ledger = Ledger(rho)
         self.rng = np.random.default_rng(seed)
-        # research: noise from self.rng; release: OpenDP (self.rng then only samples records)
-        self.noise = privacy.noise_source(mode, self.rng)
+        # research: noise from self.rng; release: OpenDP (self.rng then only samples records);
+        # ``noise`` replaces the mode's source (tests wrap one to record every draw)
+        self.noise = privacy.noise_source(mode, self.rng) if noise is None else noise
         self.final_fit_iters = final_fit_iters
         self.final_fit_tol = final_fit_tol
         fit_iters = mechanism.fit_iters if fit_iters is None else int(fit_iters)

@@ -125,6 +125,7 @@ class JAMPGM(AdaptiveMechanism):
                                                self.max_model_size, public_without_conditional=True)
         self._public_answers: dict = {}
         self._public_errors: dict = {}
+        self._errors_of = None   # the private table ``_public_errors`` was computed on
 
     def rounds_planned(self, state: RunState) -> int | None:
         return self.T
@@ -158,10 +159,16 @@ class JAMPGM(AdaptiveMechanism):
         return self._public_answers[clique]
 
     def _public_error(self, state: RunState, clique) -> float:
-        """CURATOR-ONLY: L1 distance between the private and the rescaled public marginal."""
+        """CURATOR-ONLY: L1 distance between the private and the rescaled public marginal.
+
+        Cached per private table (a score on another table, e.g. a neighbour in
+        the sensitivity tests, is computed afresh)."""
+        private = state.data.private
+        if self._errors_of is not private:
+            self._errors_of, self._public_errors = private, {}
         if clique not in self._public_errors:
             self._public_errors[clique] = float(
-                np.abs(state.data.private.marginal(clique) - self.public_answer(state, clique)).sum())
+                np.abs(private.marginal(clique) - self.public_answer(state, clique)).sum())
         return self._public_errors[clique]
 
     def plan(self, state: RunState) -> RoundPlan | None:

@@ -198,7 +198,8 @@ class DirectLoop:
 
     def __init__(self, mechanism: SelfRunningMechanism, data: PreparedData, workload: Workload,
                  *, rho: float, neighbours: Neighbours, seed: int | None,
-                 mode: str = "research", **_pgm_options):
+                 mode: str = "research", noise: privacy.NoiseSource | None = None,
+                 **_pgm_options):
         self.mechanism = mechanism
         self.data = data
         self.workload = workload
@@ -206,7 +207,8 @@ class DirectLoop:
         self.ledger = Ledger(rho)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.noise = privacy.noise_source(mode, self.rng)  # as the Engine's
+        # as the Engine's (``noise`` replaces the mode's source)
+        self.noise = privacy.noise_source(mode, self.rng) if noise is None else noise
         self.estimator = PGMEstimator(data.sizes)
         total = float(data.n)
         self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
