@@ -543,11 +543,9 @@ def first_selection(engine, target, source: str) -> FirstSelection:
                           privacy.exponential_eps(rho_select))
 
 
-def sample_first_selections(design: SelectionDesign, table, mechanism: str, *, trials: int,
-                            seed, factor: float = 1.0,
-                            epsilon: float = SELECTION_EPSILON) -> list[FirstSelection]:
-    """``trials`` runs of the real mechanism on ``table`` through the engine
-    (research mode, seed ``[*seed, i]`` for run ``i``), each stopped after round 1."""
+def selection_engine(design: SelectionDesign, table, mechanism: str, seed, *,
+                     factor: float = 1.0, epsilon: float = SELECTION_EPSILON):
+    """An engine running the real mechanism on ``table`` (research mode, ``seed``)."""
     from .engine import Engine, PreparedData
     from .marginals import CodedTable
     from .workload import explicit
@@ -556,13 +554,20 @@ def sample_first_selections(design: SelectionDesign, table, mechanism: str, *, t
     public = CodedTable.from_frame(design.public, sizes) if mechanism == "jam-pgm" else None
     data = PreparedData(CodedTable.from_frame(table, sizes), public)
     workload = explicit(list(sizes), [list(cl) for cl in design.cliques])
-    out = []
-    for i in range(trials):
-        mech, rho = selection_mechanism(mechanism, factor, epsilon)
-        engine = Engine(mech, data, workload, rho=rho, neighbours=design.neighbours,
-                        seed=[*seed, i], mode="research")
-        out.append(first_selection(engine, design.target, design.target_source))
-    return out
+    mech, rho = selection_mechanism(mechanism, factor, epsilon)
+    return Engine(mech, data, workload, rho=rho, neighbours=design.neighbours, seed=seed,
+                  mode="research")
+
+
+def sample_first_selections(design: SelectionDesign, table, mechanism: str, *, trials: int,
+                            seed, factor: float = 1.0,
+                            epsilon: float = SELECTION_EPSILON) -> list[FirstSelection]:
+    """``trials`` runs of the real mechanism on ``table`` through the engine
+    (research mode, seed ``[*seed, i]`` for run ``i``), each stopped after round 1."""
+    return [first_selection(selection_engine(design, table, mechanism, [*seed, i],
+                                             factor=factor, epsilon=epsilon),
+                            design.target, design.target_source)
+            for i in range(trials)]
 
 
 @dataclass(frozen=True)

@@ -150,18 +150,9 @@ SELECTION_TRIALS = 300
 
 def first_pick_scores(design, table, mechanism):
     """Round 1's curator scores of the target and of every rival pair's like candidate."""
-    from synth_core.engine import Engine, PreparedData
-    from synth_core.marginals import CodedTable
-    from synth_core.workload import explicit
-
-    sizes = {c: 2 for c in table.columns}
-    public = CodedTable.from_frame(design.public, sizes) if mechanism == "jam-pgm" else None
-    data = PreparedData(CodedTable.from_frame(table, sizes), public)
-    mech, rho = audit.selection_mechanism(mechanism)
-    engine = Engine(mech, data, explicit(list(sizes), [list(c) for c in design.cliques]),
-                    rho=rho, neighbours=design.neighbours, seed=5)
+    engine = audit.selection_engine(design, table, mechanism, seed=5)
     audit.first_selection(engine, design.target, design.target_source)
-    _, plan, pool, _, _ = engine.last_selection
+    plan = engine.last_selection[1]
     event = engine.events[-1]
     by = {(c.clique, c.source): s for c, s in zip(event.curator.candidates, event.curator.scores)}
     rivals = [by[(cl, design.target_source)] for cl in design.cliques[1:]]
