@@ -461,7 +461,8 @@ class SelectionDesign:
 
 
 def selection_design(neighbours, mechanism: str, pairs: int = SELECTION_PAIRS,
-                     rows: int = SELECTION_ROWS, off: int = SELECTION_OFF_DIAGONAL) -> SelectionDesign:
+                     rows: int = SELECTION_ROWS,
+                     off: int = SELECTION_OFF_DIAGONAL) -> SelectionDesign:
     """The neighbours of the selection audit (see :func:`audit_selection`).
 
     Unbounded: ``D' = D`` plus :func:`flipping_record`. Bounded: ``D'`` is

@@ -146,7 +146,8 @@ SELECTION_CASES = [("aim", "unbounded"), ("aim", "bounded"), ("jam-pgm", "bounde
 #: runs per neighbour: at the exact probabilities of the 16x variants, a draw
 #: 3 binomial stds against the audit still flags (checked in the test)
 SELECTION_TRIALS = 300
-SCORE_SENSITIVITY = {("aim", "unbounded"): 2.0, ("aim", "bounded"): 4.0, ("jam-pgm", "bounded"): 4.0}
+SCORE_SENSITIVITY = {("aim", "unbounded"): 2.0, ("aim", "bounded"): 4.0,
+                     ("jam-pgm", "bounded"): 4.0}
 
 
 def first_pick_scores(design, table, mechanism):
@@ -175,7 +176,7 @@ def test_selection_neighbours_differ_in_one_record(mechanism, neighbours):
 
 
 @pytest.mark.parametrize("mechanism,neighbours", SELECTION_CASES)
-def test_one_record_moves_the_target_against_every_rival_by_the_whole_epsilon(mechanism, neighbours):
+def test_one_record_moves_the_target_against_every_rival_by_the_whole_eps(mechanism, neighbours):
     # the logit of the target against each rival, eps (s_A - s_B) / (2 Delta), moves
     # by exactly eps: the target up and every rival down by the whole sensitivity
     d = audit.selection_design(neighbours, mechanism)
