@@ -92,9 +92,10 @@ curator-only scores); :func:`round0_spread` is the largest log-ratio of that
 probability (or its complement) between runs of one side. Given the same
 round-0 output the two sides' probabilities differ by at most ``e^eps`` (the
 model, hence the scores' model part, is then the same), so over the round-0
-outputs seen the event's loss is at most ``eps + 2 round0_spread`` (below
-0.03 in honest runs: the imbalance term above); a bound between ``eps`` and
-that would need a closer look, not a verdict. ``event_epsilon``, the exact loss of the event from
+outputs seen the event's loss is at most ``eps + 2 round0_spread`` (the
+spread is at most 0.06 over 10^4 honest runs: the imbalance term above and
+the fit's tolerance); a bound between ``eps`` and that would need a closer
+look, not a verdict. ``event_epsilon``, the exact loss of the event from
 the average of those probabilities, is what the bound tends to as the
 trials grow; its ratio to the charged epsilon says how close to the worst
 case the construction is (0.86 AIM unbounded, 0.80 AIM bounded, 0.74
