@@ -42,7 +42,7 @@ d[4].download_button("Reproduce (shell)", files["reproduce.sh"], file_name="repr
 
 st.subheader("Privacy statement")
 if report["privacy"].get("seeded"):
-    st.error("Not fit for publication: this research-mode run was seeded, and anyone who learns "
+    st.warning("Not fit for publication: this research-mode run was seeded, and anyone who learns "
              "or guesses the seed can regenerate its noise and remove it. Publish a release-mode "
              "run (Workload and budget page: mode Release).", icon=":material/gpp_bad:")
 st.info(report["privacy"]["statement"], icon=":material/shield_lock:")

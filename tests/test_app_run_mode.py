@@ -1,4 +1,4 @@
-"""Research or release mode on the Workload and budget page (trust issue, item 6).
+"""Research or release mode on the Workload and budget page.
 
 A new app session defaults to release mode (unseeded: OpenDP's discrete
 Gaussian, secure randomness); research mode takes a seed. AppTest of the real
@@ -63,3 +63,6 @@ def test_a_release_mode_run_reports_release_mode_and_no_seed():
     assert report["privacy"]["mode"] == "release" and "seed" not in report["config"]
     assert report["config"]["mode"] == "release"
     assert any(c.value.startswith("Mode: release") for c in at.caption), texts(at)
+    go(at, "app_pages/release.py")                          # publishable: no warning
+    assert not errors(at)
+    assert not any("Not fit for publication" in w.value for w in at.warning)
