@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "python_api.md"
 
 
@@ -27,3 +29,6 @@ def test_the_python_api_walkthrough_runs(capsys):
     assert "round   3" in out and "workload error" in out
     assert result.ledger.spent <= result.ledger.total
     assert namespace["res"].report["conditional_generation"]["conditioned_on"] == ["pclass", "sex"]
+    account = namespace["account"]
+    assert account.spent == pytest.approx(namespace["first"].ledger.spent)   # the refused run: nothing
+    assert "left" in namespace["refusal"] and len(account.charges) == 1
