@@ -29,10 +29,13 @@ def budget_section(wb) -> None:
         st.markdown(f"**{account.label}**: " + budget_text(account, wb.settings.delta))
         history = account.history()
         if history:
-            st.dataframe(pd.DataFrame(history)[["run_id", "what", "rho_reserved", "rho_spent",
-                                                "time"]], hide_index=True, key="budget_history")
+            columns = {"run_id": "Run", "what": "What", "rho_reserved": "ρ reserved",
+                       "rho_spent": "ρ spent (empty while running)", "time": "Started (UTC)"}
+            st.dataframe(pd.DataFrame(history)[list(columns)].rename(columns=columns),
+                         hide_index=True, key="budget_history")
         st.caption(f"Kept in `{account.path}` (with a lock file next to it). The total cannot be "
-                   "changed here; an open reservation (a run in progress) counts in full.")
+                   "changed from the app: raising it after looking at results would defeat it. "
+                   "An open reservation (a run in progress) counts in full.")
         return
     st.info("No total budget is set for this table: each run is capped by its own ε only.",
             icon=":material/account_balance_wallet:")

@@ -25,6 +25,10 @@ except Exception as exc:  # noqa: BLE001
     show_error(exc)
     st.stop()
 report = run.result.report
+if report["privacy"].get("seeded"):
+    st.warning("Not fit for publication: this research-mode run was seeded, and anyone who learns "
+               "or guesses the seed can regenerate its noise and remove it. Publish a release-mode "
+               "run (Workload and budget page: mode Release).", icon=":material/gpp_bad:")
 
 st.subheader("Downloads")
 st.caption("These files hold only releasable values (checked: no curator-only field).")
@@ -41,10 +45,6 @@ d[4].download_button("Reproduce (shell)", files["reproduce.sh"], file_name="repr
                      mime="text/x-shellscript", key="dl_script")
 
 st.subheader("Privacy statement")
-if report["privacy"].get("seeded"):
-    st.warning("Not fit for publication: this research-mode run was seeded, and anyone who learns "
-             "or guesses the seed can regenerate its noise and remove it. Publish a release-mode "
-             "run (Workload and budget page: mode Release).", icon=":material/gpp_bad:")
 st.info(report["privacy"]["statement"], icon=":material/shield_lock:")
 if not report["domain"]["protected"]:
     st.warning(report["domain"]["note"], icon=":material/warning:")

@@ -246,8 +246,18 @@ class BudgetAccount:
             raise BudgetExceededError(
                 f"Refused: {what} needs rho = {rho:.6g}, but the dataset '{self.label}' has "
                 f"only {self.left_text(delta)} left in its total budget.",
-                hint="Lower epsilon (or run fewer jobs); the total covers every run on this "
-                     "table, released or not.", path=str(self.path))
+                hint=self.fits_hint(delta), path=str(self.path))
+
+    def fits_hint(self, delta: float | None = None) -> str:
+        """What still fits, said as a single run's epsilon: budgets add up in rho,
+        so what is left is not the total epsilon minus the epsilons spent."""
+        delta = delta or (self._state.get("cap") or {}).get("delta")
+        text = ("Budgets add up in rho (zCDP), not in epsilon, and the total covers every run "
+                "on this table, released or not.")
+        if delta and self.remaining > 0:
+            text = (f"One run of epsilon up to {cdp_epsilon(self.remaining, delta):.4g} "
+                    f"(at delta = {delta:g}) still fits, or fewer runs. " + text)
+        return text
 
     def left_text(self, delta: float | None = None) -> str:
         """What is left, in rho (and in epsilon at ``delta``, or at the cap's delta)."""
@@ -345,17 +355,29 @@ class BudgetAccount:
                 "history": history}
 
 
+def run_rho(mechanism: str, epsilon: float, delta: float) -> float:
+    """What a run may spend: its ledger's total ``rho_from_epsilon_delta(epsilon,
+    delta)``, or 0 for a mechanism that never reads the private table
+    (``zero_budget``, e.g. the public-only baseline)."""
+    from .mechanisms import MECHANISMS   # the mechanisms import the engine: only when needed
+
+    cls = MECHANISMS.get(mechanism)
+    if cls is not None and cls.zero_budget:
+        return 0.0
+    return rho_from_epsilon_delta(float(epsilon), float(delta))
+
+
 def charged_run(account: BudgetAccount, synth, start):
     """Run ``start()`` (a ``Synthesizer.run`` generator) charged to ``account``.
 
-    Reserves the run's rho (``rho_from_epsilon_delta(epsilon, delta)``, its
-    Ledger's total) before ``start`` is called, so a refused run never reads
+    Reserves the run's rho (:func:`run_rho`: its Ledger's total, 0 for a
+    zero-budget mechanism) before ``start`` is called, so a refused run never reads
     its data; settles with the ledger's spend when the run ends, stops or
     fails; puts :meth:`BudgetAccount.release_block` in the finished run's
     report as ``budget_account``.
     """
     cfg = synth.config
-    rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)
+    rho = run_rho(cfg.mechanism, cfg.epsilon, cfg.delta)
     reservation = account.reserve(rho, f"{cfg.mechanism} at epsilon={cfg.epsilon:g}",
                                   mechanism=cfg.mechanism, delta=cfg.delta)
     synth.engine = synth.result = None

@@ -359,8 +359,9 @@ class _CompareMixin:
         sweep = self.compare_sweep(mechanisms, epsilons, seeds)
         store = self.compare_store()
         todo = {j.run_id: j for j in pending_jobs(sweep, store)[0]}
-        self.check_budget_fits([j.config.epsilon for j in todo.values()], self.settings.delta,
-                               f"this comparison ({len(todo)} runs)")
+        self.check_budget_fits([(j.config.mechanism, j.config.epsilon) for j in todo.values()],
+                               self.settings.delta,
+                               f"this comparison ({len(todo)} run{'' if len(todo) == 1 else 's'})")
 
         def run_one(job, should_stop):
             j = todo[job["run_id"]]
@@ -1132,6 +1133,13 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin, DatasetBudgetMixin):
         args += ["--final-fit-iters", str(s.final_fit_iters), "--fit-tol", _number(s.fit_tol)]
         breaks.append(len(args))
         args += ["--out", "synthetic.csv", "--report", "report.json"]
+        if self.dataset_budget() is not None:
+            # the account's own path names the table's fingerprint (a function of the
+            # private data): a release never carries it, only this placeholder
+            args += ["--budget-file", "table-budget.json"]
+            notes.append("table-budget.json: this table's budget account (the curator's file in "
+                         "the workbench's budgets folder); the run is charged to it and refused "
+                         "past the table's total")
         bounds = [0] + breaks + [len(args)]
         lines = [shlex.join(args[a:b]) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         return "\n".join([_comment(n) for n in notes] + [" \\\n  ".join(lines)])

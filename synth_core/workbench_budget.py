@@ -8,9 +8,10 @@ The fingerprint is the SHA-256 of the table's content
 (:func:`~synth_core.budget.table_fingerprint`): of the frame for a table in
 memory, of the file's bytes for a file that stays on disk.
 
-Runs and Compare jobs reserve their rho (``rho_from_epsilon_delta(epsilon,
-delta)``) before they start and settle with what their ledger spent. What-if
-previews read no private value and are not charged. Without an account, runs
+Runs and Compare jobs reserve their rho (:func:`~synth_core.budget.run_rho`:
+``rho_from_epsilon_delta(epsilon, delta)``, 0 for the public-only baseline)
+before they start and settle with what their ledger spent. What-if previews
+read no private value and are not charged. Without an account, runs
 are not capped (only each run's own ledger applies).
 """
 
@@ -20,9 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .budget import BudgetAccount, BudgetCharge, table_fingerprint
+from .budget import BudgetAccount, BudgetCharge, run_rho, table_fingerprint
 from .errors import DataError
-from .privacy import rho_from_epsilon_delta
 
 
 def budget_dir() -> Path:
@@ -78,13 +78,14 @@ class DatasetBudgetMixin:
             account.record_spent(earlier, "runs in this session before the total was set")
         return account
 
-    def check_budget_fits(self, epsilons, delta: float, what: str) -> None:
-        """Refuse up front (BudgetExceededError, saying what is left) when runs at
-        ``epsilons`` would together pass the account's total. Reserves nothing."""
+    def check_budget_fits(self, runs, delta: float, what: str) -> None:
+        """Refuse up front (BudgetExceededError, saying what is left) when ``runs``
+        ((mechanism, epsilon) pairs) would together pass the account's total.
+        Reserves nothing."""
         account = self.dataset_budget()
         if account is None:
             return
-        need = sum(rho_from_epsilon_delta(float(e), delta) for e in epsilons)
+        need = sum(run_rho(m, e, delta) for m, e in runs)
         account.refuse_unless_fits(need, what, delta)
 
     def reserve_budget(self, epsilon: float, delta: float, what: str,
@@ -93,7 +94,7 @@ class DatasetBudgetMixin:
         (BudgetExceededError when it does not fit). Without an account nothing is
         reserved, but the hold remembers the table, so that what the run spends
         is counted once the curator sets the table's total."""
-        rho = rho_from_epsilon_delta(float(epsilon), float(delta))
+        rho = run_rho(mechanism, epsilon, delta)
         hold = BudgetHold(self.table_fingerprint(), what, mechanism, rho)
         account = self.dataset_budget()
         if account is not None:

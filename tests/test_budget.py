@@ -15,7 +15,7 @@ import pytest
 from synth_core import Synthesizer, load_sample, synthesize
 from synth_core.budget import BudgetAccount, table_fingerprint
 from synth_core.errors import BudgetExceededError, ConfigError
-from synth_core.privacy import rho_from_epsilon_delta
+from synth_core.privacy import cdp_epsilon, rho_from_epsilon_delta
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
 from synth_core.workbench import Workbench
 
@@ -282,3 +282,31 @@ def test_a_comparison_job_is_refused_when_another_session_took_the_rest(wb):
     assert "Refused" in refused["error"] and "left" in refused["error"]
     assert len(wb.compare_results()[0]) == 1 and wb.sweep_runs == 1
     assert wb.dataset_budget().spent == pytest.approx(2 * rho1)
+
+
+def test_the_repeat_command_charges_the_tables_account_without_naming_its_file(wb):
+    assert "--budget-file" not in wb.reproduce_command()
+    account = wb.set_dataset_budget(5.0, 1e-9)
+    command = wb.reproduce_command()
+    assert "--budget-file table-budget.json" in command
+    assert account.path.name not in command and account.fingerprint[:16] not in command
+
+
+def test_the_public_only_baseline_reserves_nothing(wb):
+    wb.set_dataset_budget(0.5, 1e-9)
+    sweep = wb.start_compare(["public-only"], [10.0], 1)   # eps 10 would not fit; it spends nothing
+    assert sweep.wait(120)
+    acc = wb.dataset_budget()
+    assert [c.rho_reserved for c in acc.charges] == [0.0] and acc.spent == 0.0
+
+
+def test_a_refusal_says_which_epsilon_still_fits(tmp_path):
+    acc = BudgetAccount.create(tmp_path / "a.json", label="t", fingerprint="f", epsilon=2.0,
+                               delta=1e-9)
+    acc.reserve(rho_from_epsilon_delta(1.0, 1e-9), "first")
+    with pytest.raises(BudgetExceededError) as exc:
+        acc.reserve(rho_from_epsilon_delta(2.0, 1e-9), "second", delta=1e-9)
+    left = cdp_epsilon(acc.remaining, 1e-9)
+    assert 1.0 < left < 2.0                            # rho adds: more than 2 - 1 is left
+    assert f"epsilon up to {left:.4g}" in exc.value.hint
+    acc.reserve(rho_from_epsilon_delta(left * 0.999, 1e-9), "fits", delta=1e-9)
