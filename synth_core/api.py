@@ -221,11 +221,7 @@ def _public_columns(run_value, option_value) -> tuple[str, ...]:
 
 def drop_column_names(value) -> tuple[str, ...]:
     """``drop_columns`` as a tuple of names (a list, or a comma-separated string)."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [c.strip() for c in value.split(",") if c.strip()]
-    names = tuple(value)
+    names = split_columns(value, what="Columns to drop")
     if not all(isinstance(c, str) and c for c in names):
         raise ConfigError(f"Cannot read the columns to drop: {value!r}.",
                           hint="Give column names, e.g. drop_columns=['id', 'notes'].")
@@ -324,14 +320,19 @@ class RunResult:
     #: the seed the run's generator was made from (the given one, or drawn from
     #: the operating system); CURATOR-ONLY, never part of ``report``
     seed: int | None = None
+    _diagnostics: CuratorDiagnostics | None = field(default=None, repr=False, compare=False)
 
     @property
     def synthetic_table(self) -> CodedTable:
         return CodedTable.from_frame(self.synthetic_codes, self.inputs.schema.sizes)
 
     def curator_diagnostics(self) -> CuratorDiagnostics:
-        """CURATOR-ONLY: workload and per-marginal error against the private data."""
-        return diagnostics(self.inputs.data.private, self.synthetic_table, self.workload)
+        """CURATOR-ONLY: workload and per-marginal error against the private data
+        (one pass over every workload marginal, made once per result)."""
+        if self._diagnostics is None:
+            self._diagnostics = diagnostics(self.inputs.data.private, self.synthetic_table,
+                                            self.workload)
+        return self._diagnostics
 
     def public_proxy_error(self) -> float | None:
         """CURATOR-ONLY: workload error of the public rows themselves."""

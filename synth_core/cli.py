@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .errors import SynthError
 
@@ -203,17 +204,24 @@ def _add_budget_arguments(run) -> None:
                         help="with a new --budget-file: the total's delta (default: --delta)")
 
 
-def _budget_account(args, data):
-    """The --budget-file account of the run's table (None without --budget-file)."""
+def _budget_account(args, data, data_name):
+    """The --budget-file account of the run's table (None without --budget-file),
+    with the data and its name as the run should take them: the memory backend's
+    table is loaded here, once, to fingerprint it, and the run reuses the frame."""
     if not args.budget_file:
-        return None
+        return None, data, data_name
+    import pandas as pd
+
     from .budget import open_for_table, table_fingerprint
     from .tables import load_table
-    table = load_table(data) if args.backend == "memory" and not hasattr(data, "columns") else data
+    if args.backend == "memory" and not isinstance(data, pd.DataFrame):
+        data, data_name = load_table(data), data_name or Path(data).name
     label = args.sample or str(args.data)
-    return open_for_table(args.budget_file, fingerprint=table_fingerprint(table), label=label,
-                          epsilon=args.budget_total_epsilon,
-                          delta=args.budget_delta if args.budget_delta is not None else args.delta)
+    account = open_for_table(args.budget_file, fingerprint=table_fingerprint(data), label=label,
+                             epsilon=args.budget_total_epsilon,
+                             delta=args.budget_delta if args.budget_delta is not None
+                             else args.delta)
+    return account, data, data_name
 
 
 def _parse_options(items) -> dict:
@@ -290,7 +298,7 @@ def _run(args) -> int:
         f"({args.neighbours} DP), workload {args.workload}, {synth.config.run_mode} mode")
     public_columns = _parse_columns(args.public_columns, "--public-columns")
     drop_columns = _parse_columns(args.drop_columns, "--drop-columns")
-    budget = _budget_account(args, data)
+    budget, data, data_name = _budget_account(args, data, data_name)
     for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
                            public_columns=public_columns, data_name=data_name,
                            public_name=public_name, backend=args.backend, budget=budget,
@@ -336,7 +344,6 @@ def _samples() -> int:
 
 def _sweep(args) -> int:
     import json
-    from pathlib import Path
 
     from .experiments import RUN_COLUMNS, ResultStore, Sweep, pending_jobs, run_sweep
 

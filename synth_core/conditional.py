@@ -130,16 +130,17 @@ def check_conditional_split(columns: Sequence[str], public: Sequence[str], name:
                                "(it is all public).")
 
 
-def split_columns(value) -> tuple[str, ...]:
-    """Public columns given as a list or a comma-separated string, checked for repeats."""
+def split_columns(value, what: str = "Public columns") -> tuple[str, ...]:
+    """Columns given as a list or a comma-separated string, checked for repeats
+    (``what`` names them in the error)."""
     if value is None:
         return ()
     if isinstance(value, str):
         value = [c.strip() for c in value.split(",") if c.strip()]
     cols = tuple(value)
-    doubled = sorted({c for c in cols if cols.count(c) > 1})
+    doubled = sorted({c for c in cols if cols.count(c) > 1}, key=str)
     if doubled:
-        raise ConfigError("Public columns listed twice: " + ", ".join(repr(c) for c in doubled) + ".")
+        raise ConfigError(f"{what} listed twice: " + ", ".join(repr(c) for c in doubled) + ".")
     return cols
 
 

@@ -1124,8 +1124,8 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin, DatasetBudgetMixin):
         if s.mode is not None or s.seed is not None:
             args += ["--mode", s.run_mode]
         if s.seed is not None:
-            notes.append("this run was seeded: an exact repeat needs its seed, which is kept "
-                         "in the curator-only diagnostics (not in this script)")
+            notes.append("this run was seeded: an exact repeat needs its seed, which only the "
+                         "curator sees (the Run page, the CLI's diagnostics file), never this script")
         breaks.append(len(args))
         args += ["--max-model-size", _number(s.max_model_size)]
         if s.fit_iters is not None:

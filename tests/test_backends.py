@@ -358,6 +358,7 @@ def assert_same_run(mem, db):
     assert _without_seconds(mem.report) == _without_seconds(db.report)
     m, d = mem.curator_diagnostics(), db.curator_diagnostics()
     assert m.workload_error == d.workload_error and m.per_marginal == d.per_marginal
+    assert mem.curator_diagnostics() is m      # counted once per result (the CLI asks twice)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
