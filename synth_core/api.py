@@ -443,6 +443,15 @@ class Synthesizer:
         self.result: RunResult | None = None
         self.engine: Engine | None = None
 
+    @classmethod
+    def from_config(cls, config: RunConfig) -> "Synthesizer":
+        """The one way a :class:`RunConfig` becomes a run (validated as the constructor does)."""
+        return cls(config.mechanism, epsilon=config.epsilon, delta=config.delta,
+                   workload=config.workload, neighbours=config.neighbours, rounds=config.rounds,
+                   seed=config.seed, max_model_size=config.max_model_size,
+                   fit_iters=config.fit_iters, final_fit_iters=config.final_fit_iters,
+                   fit_tol=config.fit_tol, mode=config.mode, **config.options)
+
     def fit(self, data, public=None, **kwargs) -> RunResult:
         """Run to the end (see :meth:`run`) and return the result."""
         for _ in self.run(data, public, **kwargs):
