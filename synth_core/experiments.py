@@ -44,6 +44,7 @@ from .api import RunConfig, Synthesizer
 from .errors import ConfigError, SynthError
 from .mechanisms import MECHANISMS, accepts_option
 from .report import atomic_write_bytes
+from .version import __version__
 
 #: Columns of the store's run table (one row per run).
 RUN_COLUMNS = ["run_id", "sweep", "dataset", "mechanism", "mechanism_name", "epsilon", "seed",
@@ -144,7 +145,6 @@ class Job:
 
     def describe(self) -> dict:
         """The full configuration stored with the run's result."""
-        from . import __version__
         return {"sweep": self.sweep, "dataset": self.dataset.describe(),
                 "mechanism": asdict(self.mechanism), "run": self.config.resolved_json(),
                 "public_columns_used": list(self.public_columns), "synth_core": __version__}
