@@ -35,7 +35,7 @@ from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
                      table_bytes, write_all)
-from .backends.base import prefetch
+from .backends.counting import prefetch
 from .backends.inputs import prepare_inputs as prepare_backend_inputs
 from .schema import Schema, load_schema
 from .tables import PublicInfo, load_table

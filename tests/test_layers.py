@@ -11,8 +11,9 @@ module of synth_core, lowest layer first. A table passed to
      7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget
      6 inputs      backends.inputs (the backend chosen by name, public data handled once),
                    backends (the package's re-exports)
-     5 backend     backends.memory, backends.duckdb_backend, backends.spark_backend
-     4 contract    backends.base (the Backend and MarginalCounter protocols, CountingBackend)
+     5 backend     backends.memory, backends.duckdb_backend, backends.spark_backend,
+                   backends.counting (what the two engine backends share)
+     4 contract    backends.base (the Backend and MarginalCounter protocols, FlagSummary)
      3 tables      tables (loading files, public rows, column checks), backends.encoding
      2 schema      schema (the domain: encoding and decoding values)
      1 counts      marginals, workload, privacy, model, evaluate
@@ -46,7 +47,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     2: ("schema",),
     3: ("tables", "backends.encoding"),
     4: ("backends.base",),
-    5: ("backends.memory", "backends.duckdb_backend", "backends.spark_backend"),
+    5: ("backends.memory", "backends.duckdb_backend", "backends.spark_backend",
+        "backends.counting"),
     6: ("backends.inputs", "backends"),
     7: ("engine", "conditional", "mechanisms", "mechanisms.aim", "mechanisms.gem",
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",

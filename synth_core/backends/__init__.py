@@ -31,8 +31,8 @@ private records' own values of the public columns:
 :meth:`CountingBackend.record_values` loads those columns only.
 """
 
-from .base import (Backend, CountingBackend, CountStats, EngineBackend, FlagSummary,
-                   MarginalCounter, prefetch)
+from .base import Backend, CountStats, FlagSummary, MarginalCounter
+from .counting import CountingBackend, EngineBackend, prefetch
 from .inputs import BACKENDS, make_backend, open_backend, open_rows, prepare_inputs
 
 __all__ = ["BACKENDS", "Backend", "CountStats", "CountingBackend", "EngineBackend",

@@ -30,7 +30,8 @@ import pandas as pd
 from ..errors import ConfigError, DataError
 from ..schema import Schema
 from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES, _clean_cells
-from .base import CountingBackend, EngineBackend, FlagSummary, grouping_id, parquet_column_bytes
+from .base import FlagSummary
+from .counting import CountingBackend, EngineBackend, grouping_id, parquet_column_bytes
 from .encoding import (DUCKDB, FLAG_FALSE, FLAG_INVALID, FLAG_TRUE,
                        NOT_IN_SCHEMA, code_expression, code_type, flag_expression)
 
