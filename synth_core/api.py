@@ -137,6 +137,15 @@ class RunConfig:
         if not isinstance(self.options, dict):
             raise ConfigError(f"options must be a dict, got {type(self.options).__name__}.")
 
+    def with_option_overrides(self) -> "RunConfig":
+        """This config with a mechanism's own ``rounds`` and ``max_model_size``
+        options (a sweep's per-mechanism settings) in the fields they override
+        (an option wins over the field; the other options stay options)."""
+        options = dict(self.options)
+        return replace(self, rounds=options.pop("rounds", self.rounds),
+                       max_model_size=options.pop("max_model_size", self.max_model_size),
+                       options=options)
+
     def to_json(self) -> dict:
         return asdict(self)
 
