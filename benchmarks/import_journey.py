@@ -9,14 +9,19 @@ line per backend:
 
 * ``journey``: the modules entered, in order, consecutive repeats collapsed;
 * ``modules``: how many distinct modules;
-* ``returns``: entries into a module the journey had already left;
+* ``returns``: steps of the journey into a module it had already left;
 * ``climbs``: steps of the journey to a module of a higher layer (the layer
-  table of ``tests/test_layers.py``);
+  table of ``tests/test_layers.py``).
+
+These two step counts also count a coordinator calling its helpers in turn
+(``inputs -> tables -> inputs -> schema``: the coordinator never left). Two
+counts that see the call stack tell the data flowing back up apart:
+
+* ``reentries``: calls into a module that had been entered before and has no
+  frame running any more (it was left, and the data comes back to it);
 * ``calls_up``: calls made by a module into a module of a higher layer (the
   caller is the nearest synth_core frame below the call), with ``edges_up``
-  the distinct (caller, callee) pairs. The step counts of the journey also
-  count a coordinator calling its helpers in turn (``inputs -> tables ->
-  inputs -> schema``); ``calls_up`` counts only data flowing back up.
+  the distinct (caller, callee) pairs.
 
     PYTHONPATH=$PWD python benchmarks/import_journey.py
 """
@@ -47,33 +52,40 @@ def short(module: str) -> str:
     return module[len("synth_core."):] if module.startswith("synth_core.") else ""
 
 
-def summarise(entered: list[tuple[str, str]], layers: dict[str, int]) -> dict:
+def summarise(calls: list[tuple[str, list[str]]], layers: dict[str, int]) -> dict:
     """The collapsed journey with its counts of modules, returns and climbs, and the
-    calls up a layer (``entered``: (callee, caller) module per call)."""
-    up = [(a, b) for b, a in entered if layers.get(b, -1) > layers.get(a, 99)]
-    entered = [b for b, _ in entered]
+    counts that see the stack (``calls``: (callee, the synth_core modules running
+    below it, nearest first) per call)."""
+    up = [(stack[0], b) for b, stack in calls
+          if stack and layers.get(b, -1) > layers.get(stack[0], 99)]
+    seen, reentries = set(), 0
+    for b, stack in calls:
+        reentries += b in seen and b not in stack
+        seen.add(b)
+    entered = [b for b, _ in calls]
     journey = [m for i, m in enumerate(entered) if i == 0 or entered[i - 1] != m]
     returns = sum(1 for i, m in enumerate(journey) if m in journey[:i])
     climbs = sum(1 for a, b in zip(journey, journey[1:])
                  if layers.get(b, -1) > layers.get(a, -1))
     return {"journey": journey, "modules": len(set(journey)), "returns": returns,
-            "climbs": climbs, "calls_up": len(up),
+            "climbs": climbs, "reentries": reentries, "calls_up": len(up),
             "edges_up": sorted(f"{a} -> {b}" for a, b in set(up))}
 
 
-def _caller(frame) -> str | None:
-    """The module of the nearest synth_core frame that led to ``frame``."""
+def _running(frame) -> list[str]:
+    """The synth_core modules of the frames below ``frame``, nearest first."""
+    out = []
     frame = frame.f_back
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if name == "synth_core" or name.startswith("synth_core."):
-            return short(name)
+            out.append(short(name))
         frame = frame.f_back
-    return None
+    return out
 
 
-def record(backend: str) -> list[tuple[str, str | None]]:
-    """(module, calling module) of every call entered while ``api.prepare_inputs``
+def record(backend: str) -> list[tuple[str, list[str]]]:
+    """(module, modules running below it) of every call entered while ``api.prepare_inputs``
     runs, in one seeded run on ``backend``."""
     import numpy as np
     import pandas as pd
@@ -85,7 +97,7 @@ def record(backend: str) -> list[tuple[str, str | None]]:
     public = pd.DataFrame({c: rng.integers(0, k, 120) for c, k in zip("abcd", (3, 2, 4, 3))})
     schema = {"columns": [{"name": c, "kind": "categorical", "categories": list(range(k))}
                           for c, k in zip("abcd", (3, 2, 4, 3))]}
-    entered: list[tuple[str, str | None]] = []
+    entered: list[tuple[str, list[str]]] = []
     active: list = []
 
     def profile(frame, event, arg):
@@ -94,7 +106,7 @@ def record(backend: str) -> list[tuple[str, str | None]]:
             if not active and name == "synth_core.api" and frame.f_code.co_name == "prepare_inputs":
                 active.append(frame)
             if active and (name == "synth_core" or name.startswith("synth_core.")):
-                entered.append((short(name), _caller(frame)))
+                entered.append((short(name), _running(frame)))
         elif event == "return" and active and frame is active[0]:
             active.clear()
 

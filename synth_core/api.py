@@ -23,6 +23,8 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from .backends.counting import prefetch
+from .backends.inputs import prepare_inputs as prepare_backend_inputs
 from .conditional import generate_conditionally, split_columns
 from .engine import Engine, Measurement, PreparedData, RoundEvent
 from .errors import ConfigError
@@ -35,8 +37,6 @@ from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
                      table_bytes, write_all)
-from .backends.counting import prefetch
-from .backends.inputs import prepare_inputs as prepare_backend_inputs
 from .schema import Schema, load_schema
 from .tables import PublicInfo, load_table
 from .workload import Workload, parse_workload

@@ -89,7 +89,6 @@ class MemoryBackend:
     def counter(self, schema: Schema, flag: str | None) -> CodedTable:
         """The private records (``flag`` false) encoded with ``schema``."""
         private = self._rows(flag)[0]
-        check_unique_columns(private, f"the private table '{self.name}'")
         if len(private) == 0:
             raise DataError(f"the private table '{self.name}' has no rows"
                             + (" once the public rows are split off." if flag else "."),
