@@ -104,9 +104,7 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
         check_drop_columns(columns, drop, table_label=f"the private table '{source.name}'",
                            flag_column=public_flag, public_columns=tuple(public_columns))
         source.drop(drop)
-    rows, public_df, public_label = _public_rows(source, public, public_flag, public_name)
-    if public_df is not None:
-        public_df = public_df.drop(columns=[c for c in drop if c in public_df.columns])
+    rows, public_df, public_label = _public_rows(source, public, public_flag, public_name, drop)
     info = PublicInfo(rows=rows, columns=tuple(public_columns))
     sch = _domain(schema, drop, public_df, source, public_flag)
     _check_columns(sch, info, columns, source.name, drop)
@@ -116,12 +114,15 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
                           source.public_values(tuple(public_columns), public_flag), drop, backend)
 
 
-def _public_rows(source: Backend, public, flag: str | None, public_name: str | None
+def _public_rows(source: Backend, public, flag: str | None, public_name: str | None,
+                 drop: tuple[str, ...]
                  ) -> tuple[PublicRows | None, pd.DataFrame | None, str | None]:
-    """(public rows, their table, how the report names them): a separate table,
-    the rows ``flag`` marks (checked over the whole private table), or none."""
+    """(public rows, their table without the dropped columns, how the report names
+    them): a separate table, the rows ``flag`` marks (checked over the whole
+    private table), or none."""
     if public is not None:
         frame, label = _public_table(public)
+        frame = _without(frame, drop)
         label = public_name or label
         return (PublicRows(table=frame, source_name=label), frame,
                 f"public table '{label}', {len(frame)} rows")
@@ -131,9 +132,14 @@ def _public_rows(source: Backend, public, flag: str | None, public_name: str | N
         if source.loads_public_rows:
             check_public_row_cap(flag, summary.true, f"the {source.backend} backend",
                                  "give that file as the public table")
-        return (PublicRows(flag_column=flag), source.flagged_rows(flag),
+        return (PublicRows(flag_column=flag), _without(source.flagged_rows(flag), drop),
                 f"rows of '{source.name}' flagged by column '{flag}'")
     return None, None, None
+
+
+def _without(frame: pd.DataFrame, drop: tuple[str, ...]) -> pd.DataFrame:
+    """``frame`` without those of the dropped columns it has."""
+    return frame.drop(columns=[c for c in drop if c in frame.columns])
 
 
 def _public_table(public) -> tuple[pd.DataFrame, str]:
