@@ -84,7 +84,8 @@ class Backend(Protocol):
     handles the public rows and columns once for every backend and asks the
     backend only for what depends on where the records live:
 
-    * ``columns``: the table's column names (a flag column included);
+    * ``columns``: the table's column names (a flag column included); :meth:`drop`
+      leaves columns out on request (they are never read);
     * domain discovery: :meth:`infer_domain` reads the domain off the private
       records (only a backend that holds them in memory; the engine backends
       refuse, the domain comes from a schema or from the public rows);
@@ -110,6 +111,8 @@ class Backend(Protocol):
 
     @property
     def columns(self) -> list[str]: ...
+
+    def drop(self, columns: Sequence[str]) -> None: ...
 
     def infer_domain(self, flag: str | None) -> Schema: ...
 
