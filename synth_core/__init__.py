@@ -11,8 +11,7 @@ on Private-PGM, one privacy ledger, round-by-round events. Quick start::
     synth.result.synthetic.head()
 """
 
-__version__ = "0.1.0"
-
+from .version import __version__  # noqa: F401
 from .heap import limit_malloc_arenas  # noqa: E402
 
 limit_malloc_arenas()   # before JAX starts its threads (see synth_core/heap.py)

@@ -23,9 +23,11 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from .backends.counting import prefetch
+from .backends.inputs import prepare_inputs as prepare_backend_inputs
 from .conditional import generate_conditionally, split_columns
 from .engine import Engine, Measurement, PreparedData, RoundEvent
-from .errors import ConfigError, DataError
+from .errors import ConfigError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
 from .marginals import CodedTable
 from .mechanisms import MECHANISMS, accepts_option, make_mechanism, resolve_fit_iters
@@ -35,9 +37,8 @@ from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
                      table_bytes, write_all)
-from .schema import Schema, declared_schema, infer_schema, load_schema
-from .tables import (PublicInfo, PublicRows, check_drop_columns, check_unique_columns,
-                     load_table, prepare_tables, without_dropped)
+from .schema import Schema, load_schema
+from .tables import PublicInfo, load_table
 from .workload import Workload, parse_workload
 from .uncertainty import add_to_report as add_marginal_bounds
 
@@ -136,6 +137,15 @@ class RunConfig:
         if not isinstance(self.options, dict):
             raise ConfigError(f"options must be a dict, got {type(self.options).__name__}.")
 
+    def with_option_overrides(self) -> "RunConfig":
+        """This config with a mechanism's own ``rounds`` and ``max_model_size``
+        options (a sweep's per-mechanism settings) in the fields they override
+        (an option wins over the field; the other options stay options)."""
+        options = dict(self.options)
+        return replace(self, rounds=options.pop("rounds", self.rounds),
+                       max_model_size=options.pop("max_model_size", self.max_model_size),
+                       options=options)
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -157,6 +167,8 @@ class Inputs:
     public_values: pd.DataFrame | None = None
     #: columns of the private table left out on request (``drop_columns``)
     dropped: tuple[str, ...] = ()
+    #: where the private marginals are counted ("memory", "duckdb", "spark")
+    backend: str = "memory"
 
 
 @dataclass
@@ -199,16 +211,6 @@ def load_sample(name: str) -> Sample:
                   Path(p["public"]).name if p.get("public") else None)
 
 
-def _as_frame(table, role: str) -> tuple[pd.DataFrame, str]:
-    if isinstance(table, pd.DataFrame):
-        check_unique_columns(table, f"the {role}")
-        return table, role
-    if isinstance(table, (str, Path)):
-        return load_table(table), Path(table).name
-    raise DataError(f"The {role} must be a DataFrame or a path to a CSV/Parquet file, "
-                    f"not {type(table).__name__}.")
-
-
 def _public_columns(run_value, option_value) -> tuple[str, ...]:
     """The run's public columns, given to ``run`` and/or as a mechanism option."""
     from_run, from_option = split_columns(run_value), split_columns(option_value)
@@ -239,66 +241,16 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
     says where the private marginals are counted; the engine backends leave
     the private file where it is. Every data column of the private table must
     be in the domain (declared schema, or read off the public rows) unless it
-    is named in ``drop_columns``: no column is left out silently.
+    is named in ``drop_columns``: no column is left out silently. The one input
+    path of every backend is :func:`synth_core.backends.inputs.prepare_inputs`.
     """
-    drop = drop_column_names(drop_columns)
-    if backend != "memory":
-        from .backends.inputs import prepare_backend_inputs
-        return Inputs(*prepare_backend_inputs(
-            data, public, schema=schema, public_flag=public_flag, public_columns=public_columns,
-            data_name=data_name, public_name=public_name, backend=backend,
-            options=backend_options, drop_columns=drop), dropped=drop)
-    private_df, pname = _as_frame(data, "private table")
-    pname = data_name or pname
-    if drop:
-        check_drop_columns(private_df.columns, drop, table_label=f"the private table '{pname}'",
-                           flag_column=public_flag, public_columns=tuple(public_columns))
-        private_df = private_df.drop(columns=list(drop))
-    rows = None
-    if public is not None and public_flag:
-        raise ConfigError("Give either a public table or a public flag column, not both.")
-    public_label = None
-    if public is not None:
-        public_df, pub_label = _as_frame(public, "public table")
-        pub_label = public_name or pub_label
-        public_df = public_df.drop(columns=[c for c in drop if c in public_df.columns])
-        rows = PublicRows(table=public_df, source_name=pub_label)
-        public_label = f"public table '{pub_label}', {len(public_df)} rows"
-    elif public_flag:
-        rows = PublicRows(flag_column=public_flag)
-        public_label = f"rows of '{pname}' flagged by column '{public_flag}'"
-    info = PublicInfo(rows=rows, columns=tuple(public_columns))
-
-    sch = declared_schema(schema)
-    if sch is not None:
-        sch = without_dropped(sch, drop)
-    else:
-        if rows is not None and rows.table is not None:
-            sch = infer_schema(rows.table, source="public")
-        elif rows is not None:
-            flagged = rows.split(private_df)[1]
-            sch = infer_schema(flagged, source="public")
-        else:
-            frame = private_df.drop(columns=[public_flag]) if public_flag else private_df
-            sch = infer_schema(frame, source="private")
-
-    try:
-        private_codes, public_codes = prepare_tables(private_df, sch, info, private_name=pname,
-                                                     drop_columns=drop)
-    except DataError as exc:
-        if sch.source == "public":
-            raise DataError(exc.message, hint=(exc.hint or "") + " The domain was inferred from the "
-                            "public rows; declare a schema (--schema) that covers every value.",
-                            column=exc.column, path=exc.path) from exc
-        raise
-    sizes = sch.sizes
-    data_ = PreparedData(CodedTable.from_frame(private_codes, sizes),
-                         CodedTable.from_frame(public_codes, sizes) if public_codes is not None else None)
-    values = None
-    if public_columns:
-        own = rows.split(private_df)[0] if rows is not None and rows.flag_column else private_df
-        values = own[list(public_columns)].reset_index(drop=True)
-    return Inputs(sch, data_, info, public_label, values, drop)
+    prepared = prepare_backend_inputs(
+        data, public, schema=schema, public_flag=public_flag, public_columns=public_columns,
+        data_name=data_name, public_name=public_name, backend=backend,
+        options=backend_options, drop=drop_column_names(drop_columns))
+    return Inputs(prepared.schema, PreparedData(prepared.private, prepared.public),
+                  prepared.public_info, prepared.public_label, prepared.public_values,
+                  prepared.dropped, prepared.backend)
 
 
 @dataclass
@@ -511,9 +463,7 @@ class Synthesizer:
                                 public_name=public_name, backend=backend,
                                 backend_options=backend_options, drop_columns=drop_columns)
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
-        if backend != "memory":  # count the workload's marginals in batched passes up front
-            from .backends import prefetch
-            prefetch(inputs.data.private, workload.cliques)
+        prefetch(inputs.data.private, workload.cliques)  # an engine backend: batched passes up front
         neighbours = Neighbours.parse(cfg.neighbours)
         rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)
         mode = cfg.run_mode

@@ -256,7 +256,7 @@ def _parse_columns(value: str | None, flag: str = "--public-columns") -> tuple[s
 
 
 def _run(args) -> int:
-    from .api import Synthesizer, check_outputs, load_sample
+    from .api import RunConfig, Synthesizer, check_outputs, load_sample
     from .tables import set_max_input_mb
 
     set_max_input_mb(args.max_input_mb)
@@ -288,11 +288,12 @@ def _run(args) -> int:
         if not args.conditional:
             raise SynthError("--condition-max-mb only applies with --conditional.")
         options["condition_max_mb"] = args.condition_max_mb
-    synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta,
-                        workload=args.workload, neighbours=args.neighbours, rounds=args.rounds,
-                        seed=args.seed, max_model_size=args.max_model_size,
-                        fit_iters=args.fit_iters, final_fit_iters=args.final_fit_iters,
-                        fit_tol=args.fit_tol, mode=args.mode, **options)
+    synth = Synthesizer.from_config(RunConfig(
+        args.mechanism, epsilon=args.epsilon, delta=args.delta, workload=args.workload,
+        neighbours=args.neighbours, rounds=args.rounds, seed=args.seed,
+        max_model_size=args.max_model_size, fit_iters=args.fit_iters,
+        final_fit_iters=args.final_fit_iters, fit_tol=args.fit_tol, options=options,
+        mode=args.mode))
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f"synth: {args.mechanism} at epsilon={args.epsilon:g}, delta={args.delta:g} "
         f"({args.neighbours} DP), workload {args.workload}, {synth.config.run_mode} mode")

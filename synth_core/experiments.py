@@ -44,6 +44,7 @@ from .api import RunConfig, Synthesizer
 from .errors import ConfigError, SynthError
 from .mechanisms import MECHANISMS, accepts_option
 from .report import atomic_write_bytes
+from .version import __version__
 
 #: Columns of the store's run table (one row per run).
 RUN_COLUMNS = ["run_id", "sweep", "dataset", "mechanism", "mechanism_name", "epsilon", "seed",
@@ -144,7 +145,6 @@ class Job:
 
     def describe(self) -> dict:
         """The full configuration stored with the run's result."""
-        from . import __version__
         return {"sweep": self.sweep, "dataset": self.dataset.describe(),
                 "mechanism": asdict(self.mechanism), "run": self.config.resolved_json(),
                 "public_columns_used": list(self.public_columns), "synth_core": __version__}
@@ -430,13 +430,7 @@ def run_job(job: Job, *, should_stop: Callable[[], bool] = lambda: False,
             "mechanism_name": m.mechanism, "epsilon": cfg.epsilon, "seed": cfg.seed,
             "config": json.dumps(job.describe(), sort_keys=True, default=str)}
     started, cpu0 = time.perf_counter(), _cpu_seconds()
-    options = dict(cfg.options)   # a mechanism's own rounds / size limit override the settings
-    synth = Synthesizer(cfg.mechanism, epsilon=cfg.epsilon, delta=cfg.delta, workload=cfg.workload,
-                        neighbours=cfg.neighbours, rounds=options.pop("rounds", cfg.rounds),
-                        seed=cfg.seed,
-                        max_model_size=options.pop("max_model_size", cfg.max_model_size),
-                        fit_iters=cfg.fit_iters, final_fit_iters=cfg.final_fit_iters,
-                        fit_tol=cfg.fit_tol, mode=cfg.mode, **options)
+    synth = Synthesizer.from_config(cfg.with_option_overrides())
     # the public rows are given to every mechanism, as in a single run: the
     # private table is the same for all (a flag column always splits it), and
     # mechanisms that do not use public rows ignore them

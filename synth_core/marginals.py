@@ -6,8 +6,9 @@ layout of Private-PGM's ``Factor.datavector()``). One pass per clique: the
 codes of the clique's columns are combined into one mixed-radix index and
 counted with ``np.bincount``.
 
-This is the default (``memory``) counting backend; ``synth_core.backends``
-adds DuckDB and Spark behind the same interface (``MarginalCounter``).
+``CodedTable`` is what the default backend (:mod:`synth_core.backends.memory`)
+counts with; the DuckDB and Spark backends implement the same interface
+(:class:`~synth_core.backends.base.MarginalCounter`).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import __version__
 from .errors import ConfigError, DataError
 from .privacy import cdp_epsilon
+from .version import __version__
 
 REPORT_FORMAT = "synth-workbench-report/1"
 

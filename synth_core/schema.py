@@ -416,7 +416,7 @@ class Schema:
         """Integer codes (int64) for the schema columns of ``df``, in schema order.
 
         Columns of ``df`` that are not in the schema are ignored here (a run's
-        :func:`~synth_core.tables.prepare_tables` refuses them unless they are
+        :func:`~synth_core.backends.inputs.prepare_inputs` refuses them unless they are
         dropped on request, so no column is lost silently). Values that
         do not fit raise DataError naming the table (``f"{role} '{table_name}'"``),
         the column, the number of rows and some example values.

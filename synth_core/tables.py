@@ -7,8 +7,9 @@ a file whose decompressed bytes (Parquet: its decoded size) pass
 load or a diagnostic opens counts its decompressed bytes and stops at the
 bound, so a small file that expands to gigabytes (a compression bomb) costs
 at most one streaming pass. ``PublicInfo`` describes
-the public information of a run (public rows and/or public columns), and
-``prepare_tables`` turns the private and public tables into integer codes.
+the public information of a run (public rows and/or public columns); the
+column checks here are what a run's input path
+(:func:`synth_core.backends.inputs.prepare_inputs`) applies to its tables.
 """
 
 from __future__ import annotations
@@ -561,47 +562,3 @@ def without_dropped(schema: Schema, drop: tuple[str, ...]) -> Schema:
         raise SchemaError("every schema column is dropped, so there is nothing to synthesise.",
                           hint="Drop fewer columns.")
     return schema.project(keep)
-
-
-def prepare_tables(private_df: pd.DataFrame, schema: Schema, public: PublicInfo | None,
-                   *, private_name: str = "data", allow_all_public: bool = True,
-                   drop_columns: tuple[str, ...] = ()
-                   ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """Integer codes of the private table and of the public rows (or None).
-
-    Public rows come from a separate table or from a flag column of
-    ``private_df``; both parts are checked against ``schema`` and errors name
-    the part at fault ("public table 'pub.csv': column 'sex' ..."). Every data
-    column of ``private_df`` must be a schema column or be listed in
-    ``drop_columns`` (no column is left out silently).
-    """
-    public = public or PublicInfo()
-    public.validate(schema, allow_all_public)
-    flag = public.rows.flag_column if public.rows is not None else None
-    label = f"the private table '{private_name}'"
-    check_unique_columns(private_df, label)
-    check_no_column_lost(private_df.columns, schema, table_label=label, flag_column=flag,
-                         drop=tuple(drop_columns))
-    public_df, rows = None, public.rows
-    if rows is not None:
-        if rows.flag_column is not None and rows.flag_column in schema.names:
-            raise SchemaError(f"the public-rows flag column '{rows.flag_column}' is also a "
-                              "schema column.", hint="Remove it from the schema.",
-                              column=rows.flag_column)
-        private_df, public_df = rows.split(private_df)
-        if len(public_df) == 0:
-            raise DataError(f"{rows.label} has no rows.",
-                            hint="Flag some rows as public, or run without public rows.")
-    if len(private_df) == 0:
-        raise DataError(f"the private table '{private_name}' has no rows"
-                        + (" once the public rows are split off." if rows else "."),
-                        hint="Keep at least one private row.")
-    private_codes = schema.encode(private_df, table_name=private_name, role="private table")
-    if public_df is None:
-        return private_codes, None
-    if rows.table is not None:
-        public_codes = schema.encode(public_df, table_name=rows.source_name, role="public table")
-    else:
-        public_codes = schema.encode(public_df, table_name=rows.flag_column,
-                                     role="public rows flagged by")
-    return private_codes, public_codes

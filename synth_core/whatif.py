@@ -32,7 +32,7 @@ the user assumes) and says so in ``n_note``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -297,11 +297,7 @@ def standin_run(basis: PublicBasis, config: RunConfig, *, standin: str = "public
     cfg = config
     private, public = standin_tables(basis, standin, seed=cfg.seed, public_split=public_split,
                                      uses_public_rows=MECHANISMS[cfg.mechanism].uses_public_rows)
-    synth = Synthesizer(cfg.mechanism, epsilon=cfg.epsilon, delta=cfg.delta, workload=cfg.workload,
-                        neighbours=cfg.neighbours, rounds=cfg.rounds, seed=cfg.seed,
-                        max_model_size=cfg.max_model_size, fit_iters=cfg.fit_iters,
-                        final_fit_iters=cfg.final_fit_iters, fit_tol=cfg.fit_tol,
-                        mode="research", **cfg.options)
+    synth = Synthesizer.from_config(replace(cfg, mode="research"))
     for _ in synth.run(private, public, schema=basis.schema, public_columns=basis.public_columns,
                        data_name="what-if stand-in", public_name="stand-in public"):
         if should_stop is not None and should_stop():

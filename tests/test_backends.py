@@ -20,7 +20,8 @@ import pytest
 
 from synth_core import Synthesizer
 from synth_core.api import SAMPLE_DIR, prepare_inputs
-from synth_core.backends import CountingBackend, MarginalCounter, make_backend
+from synth_core.backends import (Backend, CountingBackend, MarginalCounter, make_backend,
+                                 open_backend)
 from synth_core.cli import main as cli_main
 from synth_core.errors import ConfigError, DataError, SchemaError
 from synth_core.marginals import CodedTable
@@ -277,6 +278,35 @@ def test_domain_from_public_rows():
         prepare_inputs(SAMPLE_DIR / "titanic/private.csv", SAMPLE_DIR / "titanic/public.csv",
                        backend="duckdb")
     assert "column 'parch'" in str(err.value)
+
+
+@pytest.mark.parametrize("backend", ["memory", "duckdb",
+                                     pytest.param("spark", marks=requires_java)])
+def test_every_backend_implements_the_contract(backend, request):
+    options = {"spark": request.getfixturevalue("spark")} if backend == "spark" else {}
+    source = open_backend(backend, SAMPLE_DIR / "titanic/titanic.csv", **options)
+    assert isinstance(source, Backend) and source.backend == backend
+    assert source.name == "titanic.csv" and "survived" in source.columns
+    counter = source.counter(load_schema(SAMPLE_DIR / "titanic/schema.json"), None)
+    assert isinstance(counter, MarginalCounter) and counter.n == 1309
+
+
+def test_unknown_backend_is_refused_by_name():
+    with pytest.raises(ConfigError, match="unknown counting backend 'sqlite'") as err:
+        prepare_inputs(SAMPLE_DIR / "titanic/titanic.csv", backend="sqlite")
+    assert "memory, duckdb, spark" in err.value.hint
+
+
+def test_a_public_dataframe_is_named_alike_by_every_backend():
+    public = load_table(SAMPLE_DIR / "titanic/titanic.csv")
+    labels = {b: prepare_inputs(SAMPLE_DIR / "titanic/private.csv", public, backend=b).public_label
+              for b in ("memory", "duckdb")}
+    assert labels["memory"] == labels["duckdb"] == "public table 'public table', 1309 rows"
+
+
+def test_public_table_and_flag_are_refused_before_any_file_is_read(tmp_path):
+    with pytest.raises(ConfigError, match="not both"):
+        prepare_inputs(tmp_path / "absent.csv", tmp_path / "absent.csv", public_flag="f")
 
 
 def test_api_run_with_duckdb_equals_memory():

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from synth_core.api import RunConfig, Synthesizer
 from synth_core.errors import ConfigError
 from synth_core.experiments import (RUN_COLUMNS, DatasetSpec, MechanismSpec, ResultStore, Sweep,
                                     pending_jobs, run_sweep)
@@ -175,6 +176,17 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(tmp_path):
     listing = subprocess.run([sys.executable, "-m", "synth_core.cli", "sweep", "s.toml", "--list"],
                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert listing.stdout.count("done ") == 6 and "todo" not in listing.stdout
+
+
+def test_a_mechanisms_own_rounds_and_model_size_options_become_the_run_settings():
+    cfg = RunConfig("jam-pgm", rounds=2, max_model_size=80.0,
+                    options={"rounds": 3, "max_model_size": 10.0, "conditional": True})
+    resolved = cfg.with_option_overrides()
+    assert (resolved.rounds, resolved.max_model_size) == (3, 10.0)
+    assert resolved.options == {"conditional": True} and cfg.options["rounds"] == 3
+    assert RunConfig("aim", rounds=2).with_option_overrides() == RunConfig("aim", rounds=2)
+    synth = Synthesizer.from_config(resolved)
+    assert synth.config.rounds == 3 and synth.config.max_model_size == 10.0
 
 
 def test_a_mechanisms_own_rounds_override_the_shared_setting(tmp_path):

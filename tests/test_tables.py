@@ -1,4 +1,4 @@
-"""Tests of synth_core.tables: loading files, public rows, preparing tables."""
+"""Tests of synth_core.tables (loading files, public rows) and of preparing a run's tables."""
 
 import gzip
 
@@ -8,7 +8,8 @@ import pytest
 
 from synth_core.errors import ConfigError, DataError, SchemaError
 from synth_core.schema import ColumnSpec, Schema
-from synth_core.tables import PublicInfo, PublicRows, load_table, prepare_tables
+from synth_core.backends.inputs import prepare_inputs
+from synth_core.tables import PublicInfo, PublicRows, load_table
 
 SCHEMA = Schema((
     ColumnSpec("age", "numeric", lower=17, upper=90, bins=8),
@@ -234,21 +235,26 @@ def test_public_info():
         PublicInfo(columns=SCHEMA.names).validate(SCHEMA)
 
 
-# ---------------------------------------------------------------- prepare_tables
+# ---------------------------------------------------------------- preparing a run's tables
 
 
-def test_prepare_tables_without_public_data():
-    private, public = prepare_tables(people(), SCHEMA, None)
+def prepared(private, public=None, **kw):
+    """(private codes, public codes or None) of the in-memory input path."""
+    inputs = prepare_inputs(private, public, schema=kw.pop("schema", SCHEMA), **kw)
+    return (inputs.private.to_frame(),
+            None if inputs.public is None else inputs.public.to_frame())
+
+
+def test_prepare_without_public_data():
+    private, public = prepared(people())
     assert public is None
     assert list(private.columns) == list(SCHEMA.names)
     assert (private.dtypes == np.int64).all()
     assert private["sex"].tolist() == [0, 1, 0, 1, 0, 1]
 
 
-def test_prepare_tables_with_public_table():
-    public = PublicInfo(rows=PublicRows(table=people(3), source_name="pub.csv"),
-                        columns=("sex",))
-    private, pub = prepare_tables(people(), SCHEMA, public)
+def test_prepare_with_public_table():
+    private, pub = prepared(people(), people(3), public_name="pub.csv", public_columns=("sex",))
     assert len(private) == 6 and len(pub) == 3
     assert pub["income"].tolist() == [0, 1, 1]
 
@@ -256,44 +262,39 @@ def test_prepare_tables_with_public_table():
 def test_public_table_that_does_not_fit_is_named():
     pub = people(14)
     pub.loc[:11, "sex"] = "F"
-    public = PublicInfo(rows=PublicRows(table=pub, source_name="pub.csv"))
     with pytest.raises(DataError) as err:
-        prepare_tables(people(), SCHEMA, public)
+        prepared(people(), pub, public_name="pub.csv")
     assert str(err.value).startswith(
         "public table 'pub.csv': column 'sex' has values not in the schema: 'F' (12 rows).")
 
 
 def test_private_table_that_does_not_fit_is_named():
     with pytest.raises(DataError, match="private table 'adult.csv': column 'income'"):
-        prepare_tables(people(income=[0, 1, 2, 0, 1, 2]), SCHEMA, None, private_name="adult.csv")
+        prepared(people(income=[0, 1, 2, 0, 1, 2]), data_name="adult.csv")
 
 
-def test_prepare_tables_with_flag_column():
+def test_prepare_with_flag_column():
     df = people(6, pub=["no", "no", "yes", "no", "yes", "no"])
-    public = PublicInfo(rows=PublicRows(flag_column="pub"))
-    private, pub = prepare_tables(df, SCHEMA, public)
+    private, pub = prepared(df, public_flag="pub")
     assert len(private) == 4 and len(pub) == 2
     assert pub["age"].tolist() == SCHEMA.encode(df.iloc[[2, 4]])["age"].tolist()
 
 
 def test_every_row_public_leaves_no_private_rows():
-    public = PublicInfo(rows=PublicRows(flag_column="pub"))
     with pytest.raises(DataError, match="private table 'data' has no rows once the public rows"):
-        prepare_tables(people(3, pub=[1, 1, 1]), SCHEMA, public)
+        prepared(people(3, pub=[1, 1, 1]), public_flag="pub", data_name="data")
 
 
 def test_no_rows_flagged_public():
-    public = PublicInfo(rows=PublicRows(flag_column="pub"))
     with pytest.raises(DataError, match=r"public rows \(flag column 'pub'\) has no rows"):
-        prepare_tables(people(3, pub=[0, 0, 0]), SCHEMA, public)
+        prepared(people(3, pub=[0, 0, 0]), public_flag="pub")
 
 
 def test_flag_column_must_not_be_a_schema_column():
-    public = PublicInfo(rows=PublicRows(flag_column="income"))
     with pytest.raises(SchemaError, match="flag column 'income' is also a schema column"):
-        prepare_tables(people(), SCHEMA, public)
+        prepared(people(), public_flag="income")
 
 
-def test_prepare_tables_checks_public_columns():
+def test_prepare_checks_public_columns():
     with pytest.raises(SchemaError, match="public columns not in the schema: 'Sex'"):
-        prepare_tables(people(), SCHEMA, PublicInfo(columns=("Sex",)))
+        prepared(people(), public_columns=("Sex",))

@@ -30,7 +30,8 @@ import pandas as pd
 from ..errors import ConfigError, DataError
 from ..schema import Schema
 from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES, _clean_cells
-from . import CountingBackend, FlagSummary, grouping_id, parquet_column_bytes
+from .base import FlagSummary
+from .counting import CountingBackend, EngineBackend, grouping_id, parquet_column_bytes
 from .encoding import (DUCKDB, FLAG_FALSE, FLAG_INVALID, FLAG_TRUE,
                        NOT_IN_SCHEMA, code_expression, code_type, flag_expression)
 
@@ -424,3 +425,17 @@ class DuckDBFile:
         table = self._run(f"SELECT {select} FROM {self._reader}{where}{tail}",
                           lambda con, q: con.sql(q).to_arrow_table())
         return _clean_cells(table.to_pandas()).reset_index(drop=True)
+
+
+class DuckDBBackend(EngineBackend):
+    """:class:`~synth_core.backends.base.Backend` of a Parquet or CSV file counted by DuckDB
+    (``options``: :class:`DuckDBTable`'s; the reader takes ``memory_limit`` and ``threads``)."""
+
+    backend = "duckdb"
+
+    def _open_reader(self) -> DuckDBFile:
+        keep = {k: self.options[k] for k in ("memory_limit", "threads") if k in self.options}
+        return DuckDBFile(self.source, name=self.name, **keep)
+
+    def _table(self, schema: Schema, **options) -> DuckDBTable:
+        return DuckDBTable(self.source, schema, name=self.name, **options)

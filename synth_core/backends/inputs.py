@@ -1,140 +1,208 @@
-"""A run's inputs when the private data stays in a file or a Spark DataFrame.
+"""A run's inputs: the backend chosen by name, the public information handled once.
 
-:func:`synth_core.api.prepare_inputs` hands over to :func:`prepare_backend_inputs`
-for ``backend="duckdb"`` or ``"spark"``. The private table is never loaded
-here: its domain must come from a declared schema or from the public rows
-(which are small and loaded as usual), and it is counted by the backend.
+:func:`prepare_inputs` is the one input path of every backend ("memory",
+"duckdb", "spark"). It imports the chosen backend's module by name (the memory
+path never imports DuckDB or Spark), asks it for what depends on where the
+private records live (the :class:`~synth_core.backends.base.Backend`
+contract), and handles everything else the same way for all three:
 
-* Public rows in their own table: loaded as usual.
-* Public rows flagged by a column of the private file (``public_flag``): the
-  engine reads the flag; the backend counts the rows where it reads false,
-  and the flagged rows are read (one ``WHERE`` query) as the public table.
-  They are public, so loading them is fine, up to :data:`MAX_PUBLIC_ROWS`.
-* Public columns (a vertical split): vJAM-PGM needs only marginals, which the
-  backend counts exactly. Conditional generation also needs every private
-  record's own public values: :func:`own_public_codes` loads those columns,
-  and only those, when the synthetic records are drawn (n x |public columns|
-  values in memory).
+* Columns left out on request (``drop_columns``) are checked against the
+  private table's columns and never read.
+* Public rows in their own table (a DataFrame or a file): loaded.
+* Public rows flagged by a column of the private table (``public_flag``): the
+  flag is checked over the whole table (every row true or false, some public
+  rows, some private rows); the flagged rows are the public table, and only
+  the rows where it reads false are counted. A backend that loads the flagged
+  rows into memory (DuckDB, Spark) stops at :data:`MAX_PUBLIC_ROWS`.
+* The domain: a declared schema, else read off the public rows, else read off
+  the private records (memory only: an engine backend would load the file).
+  Every data column of the private table must be in the domain or dropped.
+* Public columns (a vertical split): checked against the schema; each private
+  record's own values are kept where the backend holds them, and
+  :func:`own_public_codes` loads those columns only where it does not.
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from ..engine import PreparedData
 from ..errors import ConfigError, DataError, SchemaError
 from ..marginals import CodedTable
-from ..schema import declared_schema, infer_schema
+from ..schema import Schema, declared_schema, infer_schema
 from ..tables import (PublicInfo, PublicRows, check_drop_columns, check_no_column_lost,
                       check_unique_columns, load_table, without_dropped)
-from . import BACKENDS, CountingBackend, make_backend, open_rows
+from .base import Backend, MarginalCounter
+
+#: backend name -> (module of synth_core.backends, its Backend class), imported on first use
+REGISTRY = {
+    "memory": ("memory", "MemoryBackend"),
+    "duckdb": ("duckdb_backend", "DuckDBBackend"),
+    "spark": ("spark_backend", "SparkBackend"),
+}
+BACKENDS = tuple(REGISTRY)
 
 #: the most flagged public rows an engine backend reads into memory
 MAX_PUBLIC_ROWS = 5_000_000
 
 
-def prepare_backend_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
-                           public_columns: Sequence[str] = (), data_name: str | None = None,
-                           public_name: str | None = None, backend: str = "duckdb",
-                           options: dict | None = None, drop_columns: Sequence[str] = ()):
-    """(schema, PreparedData, PublicInfo, public label) with the private data
-    as a counting backend. Raises ConfigError for what a backend cannot do.
+@dataclass
+class PreparedInputs:
+    """A run's tables after loading, splitting and encoding (see :func:`prepare_inputs`)."""
 
-    As with the memory backend, every data column of the private file must be
-    in the domain or named in ``drop_columns`` (dropped columns are never read)."""
-    if backend not in BACKENDS or backend == "memory":
-        raise ConfigError(f"prepare_backend_inputs needs an engine backend, not {backend!r}.")
+    schema: Schema
+    #: the private records (flagged public rows excluded) as counts
+    private: MarginalCounter
+    #: the public rows' codes, or None
+    public: CodedTable | None
+    public_info: PublicInfo
+    #: how the report names the public rows (None without public rows)
+    public_label: str | None
+    #: the private records' own values of the public columns, where the backend holds them
+    public_values: pd.DataFrame | None
+    dropped: tuple[str, ...]
+    backend: str
+
+
+def backend_module(backend: str):
+    """The module of ``backend``, imported now (ConfigError for an unknown name)."""
+    if backend not in REGISTRY:
+        raise ConfigError(f"unknown counting backend {backend!r}.",
+                          hint=f"Choose one of: {', '.join(BACKENDS)}.")
+    return importlib.import_module(f"{__package__}.{REGISTRY[backend][0]}")
+
+
+def backend_class(backend: str) -> type:
+    """The :class:`~synth_core.backends.base.Backend` class of ``backend``."""
+    return getattr(backend_module(backend), REGISTRY[backend][1])
+
+
+def open_backend(backend: str, source, *, name: str | None = None, **options) -> Backend:
+    """The private table ``source`` where ``backend`` reads it."""
+    return backend_class(backend)(source, name=name, **options)
+
+
+def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
+                   public_columns: Sequence[str] = (), data_name: str | None = None,
+                   public_name: str | None = None, backend: str = "memory",
+                   options: dict | None = None, drop: tuple[str, ...] = ()) -> PreparedInputs:
+    """Load, split and encode a run's tables where ``backend`` reads them.
+
+    ``drop``: column names left out on request. Raises ConfigError for what
+    the backend cannot do, DataError and SchemaError for tables and schemas
+    that do not fit (each naming the table and column at fault).
+    """
     if public is not None and public_flag:
         raise ConfigError("Give either a public table or a public flag column, not both.")
-    if isinstance(data, pd.DataFrame):
-        raise ConfigError(f"the {backend} backend counts a file, not a DataFrame.",
-                          hint="Pass the path of a .parquet or .csv file, or use the memory backend.")
-    if not isinstance(data, (str, Path)) and not (backend == "spark" and _is_spark_frame(data)):
-        raise DataError(f"the private table must be a path to a CSV/Parquet file"
-                        f"{' or a Spark DataFrame' if backend == 'spark' else ''}, "
-                        f"not {type(data).__name__}.")
-    pname = data_name or (Path(data).name if isinstance(data, (str, Path)) else "Spark DataFrame")
-    options = dict(options or {})
-    drop = tuple(drop_columns)
-    file_columns = list(open_rows(backend, data, name=pname, **options).columns)
-    label = f"the private table '{pname}'"
+    source = open_backend(backend, data, name=data_name, **(options or {}))
+    columns = source.columns
     if drop:
-        check_drop_columns(file_columns, drop, table_label=label, flag_column=public_flag,
-                           public_columns=tuple(public_columns))
-
-    rows, public_df, public_label = None, None, None
-    if public is not None:
-        if isinstance(public, pd.DataFrame):
-            check_unique_columns(public, "the public table")
-            public_df, pub_label = public, "public data"
-        else:
-            public_df, pub_label = load_table(public), Path(public).name
-        public_df = public_df.drop(columns=[c for c in drop if c in public_df.columns])
-        pub_label = public_name or pub_label
-        rows = PublicRows(table=public_df, source_name=pub_label)
-        public_label = f"public table '{pub_label}', {len(public_df)} rows"
-    elif public_flag:
-        public_df = read_flagged_rows(backend, data, public_flag, name=pname, options=options)
-        public_df = public_df.drop(columns=[c for c in drop if c in public_df.columns])
-        rows = PublicRows(flag_column=public_flag)
-        public_label = f"rows of '{pname}' flagged by column '{public_flag}'"
+        check_drop_columns(columns, drop, table_label=f"the private table '{source.name}'",
+                           flag_column=public_flag, public_columns=tuple(public_columns))
+        source.drop(drop)
+    rows, public_df, public_label = _public_rows(source, public, public_flag, public_name, drop)
     info = PublicInfo(rows=rows, columns=tuple(public_columns))
+    sch = _domain(schema, drop, public_df, source, public_flag)
+    _check_columns(sch, info, columns, source.name, drop)
+    public_table = _encode_public(sch, rows, public_df)
+    private = _count_private(source, sch, public_flag)
+    return PreparedInputs(sch, private, public_table, info, public_label,
+                          source.public_values(tuple(public_columns), public_flag), drop, backend)
 
+
+def _public_rows(source: Backend, public, flag: str | None, public_name: str | None,
+                 drop: tuple[str, ...]
+                 ) -> tuple[PublicRows | None, pd.DataFrame | None, str | None]:
+    """(public rows, their table without the dropped columns, how the report names
+    them): a separate table, the rows ``flag`` marks (checked over the whole
+    private table), or none."""
+    if public is not None:
+        frame, label = _public_table(public)
+        frame = _without(frame, drop)
+        label = public_name or label
+        return (PublicRows(table=frame, source_name=label), frame,
+                f"public table '{label}', {len(frame)} rows")
+    if flag:
+        summary = source.flag_summary(flag)
+        summary.check(source.name)
+        if source.loads_public_rows:
+            check_public_row_cap(flag, summary.true, f"the {source.backend} backend",
+                                 "give that file as the public table")
+        return (PublicRows(flag_column=flag), _without(source.flagged_rows(flag), drop),
+                f"rows of '{source.name}' flagged by column '{flag}'")
+    return None, None, None
+
+
+def _without(frame: pd.DataFrame, drop: tuple[str, ...]) -> pd.DataFrame:
+    """``frame`` without those of the dropped columns it has."""
+    return frame.drop(columns=[c for c in drop if c in frame.columns])
+
+
+def _public_table(public) -> tuple[pd.DataFrame, str]:
+    """The public table (a DataFrame, or a file loaded whole) and its default name."""
+    if isinstance(public, pd.DataFrame):
+        check_unique_columns(public, "the public table")
+        return public, "public table"
+    if isinstance(public, (str, Path)):
+        return load_table(public), Path(public).name
+    raise DataError(f"The public table must be a DataFrame or a path to a CSV/Parquet file, "
+                    f"not {type(public).__name__}.")
+
+
+def _domain(schema, drop: tuple[str, ...], public_df: pd.DataFrame | None, source: Backend,
+            flag: str | None) -> Schema:
+    """The declared schema (without the dropped columns), else the domain read off
+    the public rows, else off the private records (where the backend allows it)."""
     sch = declared_schema(schema)
     if sch is not None:
         sch = without_dropped(sch, drop)
-    else:
-        if public_df is None:
-            raise ConfigError(
-                f"the {backend} backend needs the domain from a declared schema (--schema) or "
-                "from public rows (--public or --public-flag): inferring it from the private "
-                "file would load the whole file (and the domain would not be "
-                "privacy-protected).",
-                hint="Declare a schema file, give public rows, or use --backend memory.")
+    elif public_df is not None:
         sch = infer_schema(public_df, source="public")
-    if public_flag and public_flag in sch.names:
-        raise SchemaError(f"the public-rows flag column '{public_flag}' is also a schema column.",
-                          hint="Remove it from the schema.", column=public_flag)
-    info.validate(sch, allow_all_public=True)
-    check_no_column_lost(file_columns, sch, table_label=label, flag_column=public_flag, drop=drop)
+    else:
+        sch = source.infer_domain(flag)
+    if flag and flag in sch.names:
+        raise SchemaError(f"the public-rows flag column '{flag}' is also a schema column.",
+                          hint="Remove it from the schema.", column=flag)
+    return sch
 
-    public_table = None
-    if public_df is not None:
-        if rows.table is not None:
-            codes = sch.encode(public_df, table_name=rows.source_name, role="public table")
-        else:
-            codes = sch.encode(public_df, table_name=public_flag, role="public rows flagged by")
-        public_table = CodedTable.from_frame(codes, sch.sizes)
-    if public_flag:
-        options["public_flag"] = public_flag
-    private = make_backend(backend, data, sch, name=pname, **options)
+
+def _check_columns(schema: Schema, info: PublicInfo, columns: Sequence[str], name: str,
+                   drop: tuple[str, ...]) -> None:
+    """The public columns are schema columns, and no data column of the private
+    table is left out of the domain unless dropped on request."""
+    info.validate(schema, allow_all_public=True)
+    flag = info.rows.flag_column if info.rows is not None else None
+    check_no_column_lost(columns, schema, table_label=f"the private table '{name}'",
+                         flag_column=flag, drop=drop)
+
+
+def _encode_public(schema: Schema, rows: PublicRows | None,
+                   public_df: pd.DataFrame | None) -> CodedTable | None:
+    """The public rows' codes (None without public rows)."""
+    if public_df is None:
+        return None
+    if rows.table is not None:
+        codes = schema.encode(public_df, table_name=rows.source_name, role="public table")
+    else:
+        codes = schema.encode(public_df, table_name=rows.flag_column, role="public rows flagged by")
+    return CodedTable.from_frame(codes, schema.sizes)
+
+
+def _count_private(source: Backend, schema: Schema, flag: str | None) -> MarginalCounter:
+    """The private records as the backend's counter; a value outside a domain read
+    off the public rows gets a hint to declare a schema."""
     try:
-        private.n  # one pass: count the rows and check that every value fits
+        return source.counter(schema, flag)
     except DataError as exc:
-        private.close()
-        if sch.source == "public":
+        if schema.source == "public":
             raise DataError(exc.message, hint=(exc.hint or "") + " The domain was inferred from "
                             "the public rows; declare a schema (--schema) that covers every value.",
                             column=exc.column, path=exc.path) from exc
         raise
-    return sch, PreparedData(private, public_table), info, public_label
-
-
-def read_flagged_rows(backend: str, data, flag: str, *, name: str,
-                      options: dict | None = None) -> pd.DataFrame:
-    """The rows of the private file whose ``flag`` column reads true (without
-    the flag column), after checking the flag over the whole file: every row
-    true or false, some public rows, some private rows, at most
-    :data:`MAX_PUBLIC_ROWS` public ones."""
-    reader = open_rows(backend, data, name=name, **(options or {}))
-    summary = reader.flag_summary(flag)
-    summary.check(name)
-    check_public_row_cap(flag, summary.true, f"the {backend} backend",
-                         "give that file as the public table")
-    return reader.rows(flag=flag, flagged=True)
 
 
 def check_public_row_cap(flag: str, public_rows: int, loader: str, then: str) -> None:
@@ -151,28 +219,35 @@ def check_public_row_cap(flag: str, public_rows: int, loader: str, then: str) ->
 def own_public_codes(inputs, columns: Sequence[str]) -> pd.DataFrame:
     """Codes of ``columns`` for every private record (conditional generation).
 
-    The memory backend holds them already. An engine backend loads the raw
-    values of these columns only (n x len(columns) values), in the file's row
-    order, encodes them with the schema, and keeps them as
-    ``inputs.public_values`` (each synthetic record keeps its own values).
+    ``inputs``: a run's inputs (``schema``, ``data.private``, ``backend``,
+    ``public_values``). The memory backend holds the codes already; an engine
+    backend loads the raw values of these columns only (n x len(columns)
+    values), in the file's row order, and keeps them as ``inputs.public_values``
+    (each synthetic record keeps its own values).
     """
-    private = inputs.data.private
-    if not isinstance(private, CountingBackend):
-        return private.to_frame()
-    values = private.record_values(columns)
-    if len(values) != private.n:
-        raise DataError(f"'{private.name}' changed while it was read: {len(values):,} records "
-                        f"now, {private.n:,} counted.", hint="Run again on a file that does "
-                        "not change during the run.")
-    codes = inputs.schema.project(list(columns)).encode(values, table_name=private.name,
-                                                        role="private table")
-    inputs.public_values = values[list(columns)].reset_index(drop=True)
-    return codes.reset_index(drop=True)
+    codes, values = backend_class(inputs.backend).own_public_codes(
+        inputs.data.private, inputs.schema, columns)
+    if values is not None:
+        inputs.public_values = values
+    return codes
 
 
-def _is_spark_frame(obj) -> bool:
-    try:
-        from pyspark.sql import DataFrame
-    except ImportError:
-        return False
-    return isinstance(obj, DataFrame)
+def make_backend(backend: str, source, schema: Schema, *, name: str | None = None, **options):
+    """The private data as a counter of ``backend``, without the run's checks.
+
+    ``source``: a path to a .parquet/.pq/.csv/.csv.gz file (any backend), a
+    DataFrame (``memory``) or a Spark DataFrame (``spark``). ``options`` go to
+    the engine backend's counter (e.g. ``public_flag``, ``memory_limit``, ``spark``).
+    """
+    label = name or (Path(source).name if isinstance(source, (str, Path)) else "data")
+    return backend_class(backend).table(source, schema, name=label, **options)
+
+
+def open_rows(backend: str, source, *, name: str | None = None, **options):
+    """The file (or Spark DataFrame) read without a schema by an engine backend:
+    :class:`~synth_core.backends.duckdb_backend.DuckDBFile` or
+    :class:`~synth_core.backends.spark_backend.SparkFile` (columns, row count,
+    flag counts, and the rows or columns that are meant to be loaded)."""
+    if backend not in ("duckdb", "spark"):
+        raise ConfigError(f"open_rows needs an engine backend (duckdb or spark), not {backend!r}.")
+    return open_backend(backend, source, name=name, **options).reader

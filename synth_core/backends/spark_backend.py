@@ -28,7 +28,8 @@ import pandas as pd
 from ..errors import ConfigError, DataError
 from ..schema import Schema
 from ..tables import CSV_SUFFIXES, PARQUET_SUFFIXES, _clean_cells
-from . import CountingBackend, FlagSummary, grouping_id, parquet_column_bytes
+from .base import FlagSummary
+from .counting import CountingBackend, EngineBackend, grouping_id, parquet_column_bytes
 from .encoding import (FLAG_FALSE, FLAG_INVALID, FLAG_TRUE, NOT_IN_SCHEMA,
                        SPARK, code_expression, code_type, flag_expression)
 
@@ -329,3 +330,34 @@ def _fetch(frame) -> dict[str, np.ndarray]:
     table = frame.toArrow()
     return {name: table.column(name).to_numpy(zero_copy_only=False)
             for name in table.column_names}
+
+
+class SparkBackend(EngineBackend):
+    """:class:`~synth_core.backends.base.Backend` of a file or a Spark DataFrame counted by
+    Apache Spark (``options``: :class:`SparkTable`'s; the reader takes ``spark``)."""
+
+    backend = "spark"
+
+    def _accepts(self, source) -> bool:
+        return is_spark_frame(source)
+
+    def _also_accepted(self) -> str:
+        return " or a Spark DataFrame"
+
+    def _default_name(self) -> str:
+        return "Spark DataFrame"
+
+    def _open_reader(self) -> SparkFile:
+        return SparkFile(self.source, name=self.name, spark=self.options.get("spark"))
+
+    def _table(self, schema: Schema, **options) -> SparkTable:
+        return SparkTable(self.source, schema, name=self.name, **options)
+
+
+def is_spark_frame(obj) -> bool:
+    """Whether ``obj`` is a Spark DataFrame (False when pyspark is not installed)."""
+    try:
+        from pyspark.sql import DataFrame
+    except ImportError:
+        return False
+    return isinstance(obj, DataFrame)
