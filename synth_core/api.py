@@ -531,7 +531,8 @@ class Synthesizer:
         rng = np.random.default_rng([seed, 1])
         rows = inputs.data.n if neighbours.n_is_public else max(1, int(round(engine.model.total)))
         conditional_on = mechanism.conditional_on
-        codes = mechanism.sample(engine, rows, rng, lambda columns: _own_public_codes(inputs, columns))
+        codes = mechanism.sample(engine, rows, rng,
+                                 lambda columns: _own_public_codes(inputs, columns))
         synthetic = inputs.schema.decode(codes, rng)
         if conditional_on and inputs.public_values is not None:
             # each record keeps its own public values (not a value redrawn inside their bin)

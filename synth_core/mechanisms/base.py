@@ -50,12 +50,11 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..conditional import CONDITION_MAX_MB
+from ..conditional import CONDITION_MAX_MB, ConditionalSetup, generate_conditionally
 from ..engine import DEFAULT_FIT_ITERS, Candidate, RoundPlan, RunState
 from ..errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..conditional import ConditionalSetup
     from ..engine import RunLoop
     from ..model import FittedModel
 
@@ -201,7 +200,7 @@ class Mechanism(ABC):
     fit_iters: ClassVar[int] = DEFAULT_FIT_ITERS
     #: the public-column side of a mechanism that takes public columns
     #: (:class:`~synth_core.conditional.ConditionalSetup`); ``None`` otherwise
-    vertical: "ConditionalSetup | None" = None
+    vertical: ConditionalSetup | None = None
 
     # -- declared options ---------------------------------------------------------
 
@@ -275,7 +274,6 @@ class Mechanism(ABC):
         """
         conditional_on = self.conditional_on
         if conditional_on:
-            from ..conditional import generate_conditionally
             return generate_conditionally(loop.model, public_codes(conditional_on),
                                           conditional_on, rng)
         return loop.model.sample(rows, int(rng.integers(2 ** 32)))

@@ -111,7 +111,6 @@ class QueryReleaseMechanism(Mechanism):
     """
 
     capabilities = Capabilities(neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
-    selection = "exponential mechanism (Gumbel-max)"
 
     @abstractmethod
     def run(self, loop: "QueryReleaseLoop") -> Iterator[RoundEvent]:
