@@ -37,8 +37,9 @@ default, so the API never tests for an attribute: ``conditional_on``,
    them (the release's section-5 bounds use the same terms).
 2. Register the class in ``MECHANISMS`` (``synth_core/mechanisms/__init__.py``).
 3. ``tests/test_my_mech.py``: its privacy arithmetic and behaviour;
-   tests/test_mechanisms.py's contract tests then check its option table
-   against its constructor and its declared capabilities against its runs.
+   give it a few cheap rounds in ``SMALL`` of tests/test_mechanism_contract.py,
+   which then checks its option table against its constructor and its
+   declared capabilities against its runs.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class Capabilities:
     ``public_columns_variant``: for a mechanism with ``NO``, the one to choose
     instead (the refusal's hint). ``conditional``: it can generate conditionally
     on public columns (option ``conditional``). ``neighbours``: the neighbour
-    relations it is defined under. ``releases``: :data:`PGM_MODEL` (it fits a
+    relations it is defined under (its run refuses the others with ConfigError
+    when it starts). ``releases``: :data:`PGM_MODEL` (it fits a
     Private-PGM model in the :class:`~synth_core.engine.Engine`),
     :data:`QUERY_ANSWERS` (it measures counting queries in its own rounds,
     :class:`~synth_core.mechanisms.query_release.QueryReleaseLoop`) or
