@@ -89,9 +89,9 @@ class CuratorScores:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RoundEvent:
-    """What happened in one round.
+    """What happened in one round (built by keyword: :meth:`RunLoop.event`).
 
     ``round`` 0 is the initialisation (measurements without selection).
     ``sigma`` is the std of the Gaussian noise added to each cell (``None`` for
