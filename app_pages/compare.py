@@ -29,7 +29,7 @@ st.warning("Every comparison run uses the private data and spends its own privac
 
 default_mechs = [m for m in (s.mechanism, "public-only") if m in MECHANISMS]
 if wb.public_mode == "none":
-    default_mechs = [m for m in default_mechs if not MECHANISMS[m].uses_public_rows] or ["aim"]
+    default_mechs = [m for m in default_mechs if not MECHANISMS[m].capabilities.public_rows] or ["aim"]
 with st.form("compare_form"):
     mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
                            key="cmp_mechs")

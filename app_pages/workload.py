@@ -8,13 +8,6 @@ from synth_core.mechanisms import MECHANISMS
 from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, mechanism_description,
                                   mechanism_parameters, workload_spec)
 
-#: Help of the mechanisms' on/off options.
-BOOL_OPTION_HELP = {
-    "conditional": "Conditional generation (needs public columns): every record keeps its real "
-                   "public values; only its private columns are sampled from the model, "
-                   "conditioned on them.",
-}
-
 wb = data_page("Workload and budget")
 s = wb.settings
 names = list(wb.schema.names)
@@ -139,24 +132,28 @@ with st.form("budget_form"):
                                 value=saved["fit_iters"], key="fit_iters")
     final_iters = h4.number_input("Final fit iterations", min_value=1, max_value=100000,
                                   value=saved["final_fit_iters"], key="final_fit_iters")
-    extra = {k: v for k, v in params.items() if k not in ("rounds", "max_model_size")
-             and isinstance(v, (int, float))}
+    # the mechanism's declared on/off and numeric options with a fixed default
+    extra = [o for o in MECHANISMS[mech].options
+             if o.name not in ("rounds", "max_model_size", "public_columns")
+             and o.type in (bool, int, float) and o.default is not None]
     options = {}
     if extra:
         with st.expander(f"Advanced: {mech}'s own parameters (paper defaults)"):
             cols = st.columns(min(4, len(extra)))
-            for i, (name, default) in enumerate(extra.items()):
+            for i, opt in enumerate(extra):
+                name, default = opt.name, opt.default
                 current = s.options.get(name, default) if mech == s.mechanism else default
-                if isinstance(default, bool):
+                if opt.type is bool:
                     value = cols[i % len(cols)].checkbox(
-                        name, value=bool(current), key=f"opt_{mech}_{name}",
-                        help=BOOL_OPTION_HELP.get(name))
-                elif isinstance(default, int):
+                        name, value=bool(current), key=f"opt_{mech}_{name}", help=opt.help)
+                elif opt.type is int:
                     value = cols[i % len(cols)].number_input(name, value=int(current), step=1,
-                                                             key=f"opt_{mech}_{name}")
+                                                             key=f"opt_{mech}_{name}",
+                                                             help=opt.help)
                 else:
                     value = cols[i % len(cols)].number_input(name, value=float(current),
-                                                             format="%g", key=f"opt_{mech}_{name}")
+                                                             format="%g", key=f"opt_{mech}_{name}",
+                                                             help=opt.help)
                 if value != default:
                     options[name] = value
     saved = st.form_submit_button("Save settings", type="primary")

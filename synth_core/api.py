@@ -24,14 +24,15 @@ import numpy as np
 import pandas as pd
 
 from .backends.counting import prefetch
+from .backends.inputs import own_public_codes
 from .backends.inputs import prepare_inputs as prepare_backend_inputs
-from .conditional import generate_conditionally, split_columns
+from .conditional import split_columns
 from .engine import Engine, Measurement, PreparedData, RoundEvent
 from .errors import ConfigError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
 from .marginals import CodedTable
-from .mechanisms import MECHANISMS, accepts_option, make_mechanism, resolve_fit_iters
-from .mechanisms.query_release import DirectLoop
+from .mechanisms import MECHANISMS, check_options, make_mechanism, resolve_fit_iters
+from .mechanisms.query_release import QueryReleaseLoop
 from .model import FittedModel
 from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
@@ -449,15 +450,8 @@ class Synthesizer:
         options = dict(cfg.options)
         public_columns = _public_columns(public_columns, options.pop("public_columns", None))
         if public_columns:
-            if not accepts_option(cfg.mechanism, "public_columns"):
-                raise ConfigError(f"{cfg.mechanism} does not use public columns.",
-                                  hint="Choose vjam-pgm or conditional aim (--conditional), or "
-                                       "run without public columns.")
-            # the mechanism decides (vjam-pgm uses them; the others refuse them)
             options["public_columns"] = public_columns
-        if options.get("conditional") and not accepts_option(cfg.mechanism, "conditional"):
-            raise ConfigError(f"{cfg.mechanism} has no conditional generation.",
-                              hint="Conditional generation is offered for aim and vjam-pgm.")
+        check_options(cfg.mechanism, options)   # before the data is read
         inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
                                 public_columns=public_columns, data_name=data_name,
                                 public_name=public_name, backend=backend,
@@ -476,9 +470,9 @@ class Synthesizer:
             if cfg.rounds is not None:
                 options.setdefault("rounds", cfg.rounds)
         mechanism = make_mechanism(cfg.mechanism, **options)
-        # PMW-Pub and GEM select single counting queries and fit no Private-PGM
-        # model: they run their own rounds with the same ledger and event stream
-        runner = DirectLoop if getattr(mechanism, "own_loop", False) else Engine
+        # the query-release mechanisms select single counting queries and fit no
+        # Private-PGM model: they run their own rounds with the same ledger and event stream
+        runner = QueryReleaseLoop if mechanism.capabilities.own_rounds else Engine
         engine = runner(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
                         seed=seed, fit_iters=cfg.round_fit_iters, final_fit_iters=cfg.final_fit_iters,
                         fit_tol=cfg.fit_tol, mode=mode)
@@ -487,29 +481,22 @@ class Synthesizer:
 
         rng = np.random.default_rng([seed, 1])
         rows = inputs.data.n if neighbours.n_is_public else max(1, int(round(engine.model.total)))
-        conditional_on = tuple(getattr(mechanism, "conditional_on", ()))
-        if hasattr(mechanism, "direct_sample"):
-            codes = mechanism.direct_sample(engine.state, rows, rng)
-        elif conditional_on:
-            # the private records' public-column codes (an engine backend loads these columns only)
-            from .backends.inputs import own_public_codes
-            codes = generate_conditionally(engine.model, own_public_codes(inputs, conditional_on),
-                                           conditional_on, rng)
-        else:
-            codes = engine.model.sample(rows, int(rng.integers(2 ** 32)))
+        conditional_on = mechanism.conditional_on
+        codes = mechanism.sample(engine, rows, rng,
+                                 lambda columns: own_public_codes(inputs, columns))
         synthetic = inputs.schema.decode(codes, rng)
         if conditional_on and inputs.public_values is not None:
             # each record keeps its own public values (not a value redrawn inside their bin)
             for c in conditional_on:
                 synthetic[c] = inputs.public_values[c].to_numpy()
-        run_warnings = list(getattr(mechanism, "warnings", []))
+        run_warnings = mechanism.run_warnings()
         for message in run_warnings:
             warnings.warn(message, RunWarning, stacklevel=2)
-        if not mechanism.uses_public_rows:
+        if not mechanism.capabilities.public_rows:
             inputs.public_label = None  # given but unused: not part of the release's claims
         report = self._report(inputs, workload, engine, rho, seeded, len(synthetic))
         report["warnings"] = run_warnings
-        conditioning = getattr(mechanism, "conditioning_report", lambda: None)()
+        conditioning = mechanism.conditioning_report()
         if conditioning is not None:
             report["conditional_generation"] = conditioning
         add_marginal_bounds(report, engine, workload, codes)  # AIM section 5, release values only
@@ -536,8 +523,7 @@ class Synthesizer:
             "conversion": "exact (Canonne, Kamath, Steinke 2020)",
             "mode": engine.noise.mode,
             "noise": engine.noise.noise,
-            "selection": getattr(engine.mechanism, "selection", "exponential mechanism (Gumbel-max)")
-                         + "; " + engine.noise.selection_source,
+            "selection": engine.mechanism.selection + "; " + engine.noise.selection_source,
             "seeded": seeded,
             "statement": statement,
         }

@@ -362,7 +362,7 @@ def run_rho(mechanism: str, epsilon: float, delta: float) -> float:
     from .mechanisms import MECHANISMS   # the mechanisms import the engine: only when needed
 
     cls = MECHANISMS.get(mechanism)
-    if cls is not None and cls.zero_budget:
+    if cls is not None and cls.capabilities.zero_budget:
         return 0.0
     return rho_from_epsilon_delta(float(epsilon), float(delta))
 

@@ -102,9 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "of columns); PMW-Pub: rounds (default 500); GEM, GEM-Pub: rounds "
                            "(default 50)")
     mech.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                      help="a mechanism option (repeatable), e.g. for gem/gem-pub: alpha=0.67, "
-                           "hidden=1024,1024, noise_dim=512, batch=1000, inner_steps=100, "
-                           "max_queries=100, lr=0.0001, ema_beta=0.9, threads=2")
+                      help=_option_help(MECHANISMS))
     mech.add_argument("--max-model-size", type=float, default=80.0,
                       help="Private-PGM model size limit in MB (default: 80)")
     mech.add_argument("--seed", type=int, default=None,
@@ -224,8 +222,34 @@ def _budget_account(args, data, data_name):
     return account, data, data_name
 
 
-def _parse_options(items) -> dict:
-    """``KEY=VALUE`` strings to mechanism options (numbers where they parse as numbers)."""
+#: mechanism options that have their own flag (given once, by the flag)
+OPTION_FLAGS = {"rounds": "--rounds", "max_model_size": "--max-model-size",
+                "public_columns": "--public-columns", "conditional": "--conditional",
+                "condition_max_mb": "--condition-max-mb"}
+
+
+def _option_help(mechanisms) -> str:
+    """``--option``'s help: each mechanism's declared options without a flag of their own."""
+    parts = []
+    for name, cls in mechanisms.items():
+        names = [o.name for o in cls.options if o.name not in OPTION_FLAGS]
+        if names:
+            parts.append(f"{name}: {', '.join(names)}")
+    return ("a mechanism option (repeatable), read as the type the mechanism declares, e.g. "
+            "--option alpha=0.67 --option hidden=1024,1024. Options: " + "; ".join(parts))
+
+
+def _parse_options(items, mechanism: str | None = None) -> dict:
+    """``KEY=VALUE`` strings to mechanism options.
+
+    With ``mechanism``: each key must be one of its declared options (ConfigError
+    naming the valid ones) and its value is read as the declared type. Without:
+    numbers where they parse as numbers, text otherwise.
+    """
+    cls = None
+    if mechanism is not None:
+        from .mechanisms import mechanism_class
+        cls = mechanism_class(mechanism)
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -233,6 +257,11 @@ def _parse_options(items) -> dict:
         if not sep or not key:
             raise SynthError(f"Cannot read the option {item!r}.", hint="Use --option KEY=VALUE.")
         value = value.strip()
+        if cls is not None:
+            if key in OPTION_FLAGS:
+                raise SynthError(f"{key} has its own flag.", hint=f"Use {OPTION_FLAGS[key]}.")
+            out[key] = cls.option(key).parse(value)
+            continue
         for cast in (int, float):
             try:
                 out[key] = cast(value)
@@ -281,7 +310,7 @@ def _run(args) -> int:
         data = args.data
     if args.no_public:
         public = None
-    options = _parse_options(args.option)
+    options = _parse_options(args.option, args.mechanism)
     if args.conditional:
         options["conditional"] = True
     if args.condition_max_mb is not None:

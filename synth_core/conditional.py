@@ -258,28 +258,6 @@ class ConditionalSetup:
         }
 
 
-class UsesPublicColumns:
-    """Mixin of the Private-PGM mechanisms that hold a :class:`ConditionalSetup` as ``vertical``:
-    what the API reads (columns to keep, warnings, the report block) and the
-    exact answers of public cliques."""
-
-    vertical: ConditionalSetup
-
-    @property
-    def conditional_on(self) -> tuple[str, ...]:
-        return self.vertical.conditional_on
-
-    @property
-    def warnings(self) -> list[str]:
-        return self.vertical.warnings
-
-    def conditioning_report(self) -> dict | None:
-        return self.vertical.to_report()
-
-    def public_answer(self, state: RunState, clique) -> np.ndarray:
-        return self.vertical.public_answer(state, clique)
-
-
 def generate_conditionally(model: FittedModel, codes: pd.DataFrame, public: Sequence[str],
                            rng: np.random.Generator,
                            method: str = CONDITIONAL_SAMPLING) -> pd.DataFrame:

@@ -1,11 +1,15 @@
-"""The adaptive-measurements loop (select, measure, generate) shared by every mechanism.
+"""The adaptive-measurements loop (select, measure, generate) of the Private-PGM mechanisms.
 
-A mechanism is a strategy with a few hooks (:class:`AdaptiveMechanism`):
-initial measurements, the plan of a round (budget split, noise, stop rule),
-the candidate pool, their scores, and what happens after a fit. The engine
-owns everything else: the ledger charges, the exponential mechanism, the
-Gaussian measurement, the Private-PGM fit, timing, and the
-:class:`RoundEvent` stream.
+A Private-PGM mechanism is a strategy with a few hooks
+(:class:`~synth_core.mechanisms.base.AdaptiveMechanism`): initial
+measurements, the plan of a round (budget split, noise, stop rule), the
+candidate pool, their scores, and what happens after a fit. The
+:class:`Engine` owns everything else: the ledger charges, the exponential
+mechanism, the Gaussian measurement, the Private-PGM fit, timing, and the
+:class:`RoundEvent` stream. :class:`RunLoop` is the part every loop shares
+(ledger, noise source, run state, the keyword event builder); the
+query-release mechanisms run in its other subclass,
+:class:`~synth_core.mechanisms.query_release.QueryReleaseLoop`.
 
 Releasable and curator-only values are kept apart: a :class:`RoundEvent`'s
 ``curator`` field (candidate scores computed from the private data without
@@ -16,7 +20,6 @@ drops it.
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Iterator, Sequence
 
@@ -86,9 +89,9 @@ class CuratorScores:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RoundEvent:
-    """What happened in one round.
+    """What happened in one round (built by keyword: :meth:`RunLoop.event`).
 
     ``round`` 0 is the initialisation (measurements without selection).
     ``sigma`` is the std of the Gaussian noise added to each cell (``None`` for
@@ -213,52 +216,6 @@ class RunState:
 DEFAULT_FIT_ITERS = 100
 
 
-class AdaptiveMechanism(ABC):
-    """Hooks of one select-measure-generate mechanism."""
-
-    name: str = ""
-    #: the mechanism never touches the private data (zero budget)
-    zero_budget: bool = False
-    #: the mechanism reads public rows (else they are ignored and not reported)
-    uses_public_rows: bool = False
-    #: Private-PGM's marginal oracle for the fits (``auto``, ``hugin``, ``implicit``;
-    #: :class:`~synth_core.model.PGMEstimator`)
-    fit_oracle: str = "auto"
-    #: mirror-descent iterations of each round's fit when the run sets none
-    #: (a fit also stops once converged, see PGMEstimator's ``tol``)
-    fit_iters: int = DEFAULT_FIT_ITERS
-
-    def initialise(self, state: RunState) -> list[Candidate]:
-        """Marginals measured before the first round (charged by the engine)."""
-        return []
-
-    def initial_noise(self, state: RunState) -> tuple[float, float]:
-        """(noise std, fit std) of the initial private measurements."""
-        raise NotImplementedError
-
-    def rounds_planned(self, state: RunState) -> int | None:
-        return None
-
-    @abstractmethod
-    def plan(self, state: RunState) -> RoundPlan | None:
-        """Budget of the next round, or ``None`` to stop."""
-
-    @abstractmethod
-    def candidates(self, state: RunState, plan: RoundPlan) -> list[Candidate]:
-        """The candidate pool of this round."""
-
-    @abstractmethod
-    def scores(self, state: RunState, plan: RoundPlan, candidates: Sequence[Candidate]) -> np.ndarray:
-        """Scores (higher = more worth measuring), from private data: curator-only."""
-
-    def after_round(self, state: RunState, plan: RoundPlan, chosen: Candidate,
-                    before: FittedModel, after: FittedModel) -> None:
-        """Hook after the model was refitted (e.g. AIM's annealing)."""
-
-    def public_answer(self, state: RunState, clique: Clique) -> np.ndarray:
-        raise NotImplementedError(f"{self.name} has no public measurements")
-
-
 def model_errors(state: "RunState", candidates: Sequence[Candidate]) -> dict[Clique, float]:
     """CURATOR-ONLY: ``||M_r(D) - M_r(p)||_1`` of each candidate clique (exact, from private data)."""
     private = state.data.private
@@ -293,15 +250,21 @@ def size_filter(sizes: dict[str, int], model_cliques: Sequence[Clique],
     return out
 
 
-class Engine:
-    """Runs one mechanism on prepared data and yields a :class:`RoundEvent` per round."""
+class RunLoop:
+    """What every run shares, whichever loop drives it: the mechanism, the data,
+    one :class:`~synth_core.privacy.Ledger`, the run's generator and noise
+    source, the :class:`RunState` the mechanism reads, and the event builder.
 
-    def __init__(self, mechanism: AdaptiveMechanism, data: PreparedData, workload: Workload,
-                 *, rho: float, neighbours: Neighbours, seed: int | None,
-                 fit_iters: int | None = None, final_fit_iters: int = 1000,
-                 fit_tol: float = 1e-4,
-                 final_fit_tol: float = 1e-7, mode: str = "research",
-                 noise: privacy.NoiseSource | None = None):
+    :class:`Engine` (Private-PGM mechanisms) and
+    :class:`~synth_core.mechanisms.query_release.QueryReleaseLoop`
+    (query-release mechanisms) are its two loops; the API reads ``ledger``,
+    ``state``, ``events``, ``model``, ``noise``, ``last_selection`` and
+    ``rounds()`` of either.
+    """
+
+    def __init__(self, mechanism, data: PreparedData, workload: Workload, *, rho: float,
+                 neighbours: Neighbours, seed: int | None, estimator: PGMEstimator,
+                 mode: str = "research", noise: privacy.NoiseSource | None = None):
         self.mechanism = mechanism
         self.data = data
         self.workload = workload
@@ -311,20 +274,58 @@ class Engine:
         # research: noise from self.rng; release: OpenDP (self.rng then only samples records);
         # ``noise`` replaces the mode's source (tests wrap one to record every draw)
         self.noise = privacy.noise_source(mode, self.rng) if noise is None else noise
-        self.final_fit_iters = final_fit_iters
-        self.final_fit_tol = final_fit_tol
-        fit_iters = mechanism.fit_iters if fit_iters is None else int(fit_iters)
-        self.estimator = PGMEstimator(data.sizes, max_iters=fit_iters, tol=fit_tol,
-                                      oracle=mechanism.fit_oracle)
+        self.estimator = estimator
         total = float(data.n) if neighbours.n_is_public else 1.0
-        self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
-                              self.estimator.uniform(total), noise=self.noise)
+        self.state = RunState(data, workload, self.ledger, neighbours, self.rng, estimator,
+                              estimator.uniform(total), noise=self.noise)
         self.events: list[RoundEvent] = []
         self.model: FittedModel | None = None
-        self._needs_fit = False
-        #: (round, plan, pool, chosen, model before the measurement) of the last selection;
-        #: synth_core.uncertainty releases what of it the section-5 bounds need
+        #: (round, plan, pool, chosen, model before the measurement) of the last selection
+        #: of a Private-PGM run; synth_core.uncertainty releases what of it the section-5
+        #: bounds need (``None``: no marginal was selected)
         self.last_selection = None
+
+    def event(self, *, round: int, cliques: Sequence[Sequence[str]], source: str, started: float,
+              model_size_mb: float, sigma: float | None = None, epsilon: float | None = None,
+              rho_select: float = 0.0, rho_measure: float = 0.0, n_candidates: int = 0,
+              note: str = "", curator: CuratorScores | None = None) -> RoundEvent:
+        """Record and return the :class:`RoundEvent` of a round that has just measured.
+
+        The loop fills in what it owns: the mechanism's name and planned rounds,
+        the ledger's running total and budget, and the seconds since ``started``.
+        """
+        ev = RoundEvent(mechanism=self.mechanism.name, round=round,
+                        rounds_planned=self.mechanism.rounds_planned(self.state),
+                        cliques=tuple(tuple(c) for c in cliques), source=source, sigma=sigma,
+                        epsilon=epsilon, rho_select=rho_select, rho_measure=rho_measure,
+                        rho_spent=self.ledger.spent, rho_total=self.ledger.total,
+                        model_size_mb=model_size_mb, seconds=time.perf_counter() - started,
+                        n_candidates=n_candidates, note=note, curator=curator)
+        self.events.append(ev)
+        return ev
+
+    def rounds(self) -> Iterator[RoundEvent]:
+        raise NotImplementedError
+
+
+class Engine(RunLoop):
+    """Runs one Private-PGM mechanism (:class:`~synth_core.mechanisms.base.AdaptiveMechanism`)
+    on prepared data and yields a :class:`RoundEvent` per round."""
+
+    def __init__(self, mechanism, data: PreparedData, workload: Workload,
+                 *, rho: float, neighbours: Neighbours, seed: int | None,
+                 fit_iters: int | None = None, final_fit_iters: int = 1000,
+                 fit_tol: float = 1e-4,
+                 final_fit_tol: float = 1e-7, mode: str = "research",
+                 noise: privacy.NoiseSource | None = None):
+        fit_iters = mechanism.fit_iters if fit_iters is None else int(fit_iters)
+        estimator = PGMEstimator(data.sizes, max_iters=fit_iters, tol=fit_tol,
+                                 oracle=mechanism.fit_oracle)
+        super().__init__(mechanism, data, workload, rho=rho, neighbours=neighbours, seed=seed,
+                         estimator=estimator, mode=mode, noise=noise)
+        self.final_fit_iters = final_fit_iters
+        self.final_fit_tol = final_fit_tol
+        self._needs_fit = False
 
     # -- steps -----------------------------------------------------------------
 
@@ -351,14 +352,8 @@ class Engine:
         self._needs_fit = True
         return m
 
-    def _event(self, round_, cliques, source, sigma, eps, rho_sel, rho_meas, started,
-               n_cand=0, note="", curator=None) -> RoundEvent:
-        size = model_size_mb(self.data.sizes, self.state.measured_cliques)
-        ev = RoundEvent(self.mechanism.name, round_, self.mechanism.rounds_planned(self.state),
-                        tuple(cliques), source, sigma, eps, rho_sel, rho_meas, self.ledger.spent,
-                        self.ledger.total, size, time.perf_counter() - started, n_cand, note, curator)
-        self.events.append(ev)
-        return ev
+    def _model_size_mb(self) -> float:
+        return model_size_mb(self.data.sizes, self.state.measured_cliques)
 
     # -- the loop ----------------------------------------------------------------
 
@@ -376,9 +371,11 @@ class Engine:
             for cand in init:
                 self._measure(cand, 0, noise_std, fit_std, rho_each)
                 rho0 += rho_each if cand.source == PRIVATE else 0.0
-            yield self._event(0, [c.clique for c in init], "+".join(sorted(sources)),
-                              noise_std if PRIVATE in sources else None, None, 0.0, rho0, started,
-                              note="initialisation")
+            yield self.event(round=0, cliques=[c.clique for c in init],
+                             source="+".join(sorted(sources)),
+                             sigma=noise_std if PRIVATE in sources else None, rho_measure=rho0,
+                             started=started, model_size_mb=self._model_size_mb(),
+                             note="initialisation")
         pending = None  # (plan, chosen, model before the measurement) awaiting the refit
         while True:
             # a round's seconds include the refit after the previous measurement
@@ -407,9 +404,11 @@ class Engine:
             self.last_selection = (st.round, plan, tuple(pool), chosen, before)
             rho_meas = plan.rho_measure if chosen.source == PRIVATE else 0.0
             curator = CuratorScores(tuple(pool), tuple(float(s) for s in scores), idx)
-            yield self._event(st.round, [chosen.clique], chosen.source,
-                              m.noise_std if chosen.source == PRIVATE else None, plan.epsilon,
-                              rho_select, rho_meas, started, len(pool), curator=curator)
+            yield self.event(round=st.round, cliques=[chosen.clique], source=chosen.source,
+                             sigma=m.noise_std if chosen.source == PRIVATE else None,
+                             epsilon=plan.epsilon, rho_select=rho_select, rho_measure=rho_meas,
+                             started=started, model_size_mb=self._model_size_mb(),
+                             n_candidates=len(pool), curator=curator)
             pending = (plan, chosen, before)
         self._refit(self.final_fit_iters, self.final_fit_tol)
         self.model = st.model

@@ -42,7 +42,7 @@ import pandas as pd
 
 from .api import RunConfig, Synthesizer
 from .errors import ConfigError, SynthError
-from .mechanisms import MECHANISMS, accepts_option
+from .mechanisms import MECHANISMS, REQUIRED
 from .report import atomic_write_bytes
 from .version import __version__
 
@@ -120,8 +120,8 @@ class MechanismSpec:
     def uses_public_columns(self) -> bool:
         if self.public_columns is not None:
             return self.public_columns
-        return bool(self.options.get("conditional")) or bool(
-            getattr(MECHANISMS[self.mechanism], "needs_public_columns", False))
+        return bool(self.options.get("conditional")) or \
+            MECHANISMS[self.mechanism].capabilities.public_columns == REQUIRED
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class Sweep:
                 raise ConfigError(f"Unknown mechanism {m.mechanism!r} in the sweep.",
                                   hint=f"Available: {', '.join(MECHANISMS)}.")
             for opt in m.options:
-                if not accepts_option(m.mechanism, opt):
+                if opt not in MECHANISMS[m.mechanism].option_defaults():
                     raise ConfigError(f"{m.mechanism} has no option {opt!r} (sweep mechanism "
                                       f"{m.label!r}).")
         labels = [m.label for m in self.mechanisms]

@@ -199,7 +199,7 @@ def unavailable_reason(report: Mapping) -> str | None:
     from .mechanisms import MECHANISMS
 
     name = report.get("config", {}).get("mechanism")
-    if getattr(MECHANISMS.get(name), "own_loop", False) or \
+    if (name in MECHANISMS and MECHANISMS[name].capabilities.own_rounds) or \
             any("query" in m for m in report.get("measurements", [])):
         return (f"Not available for this mechanism ({name}): it measures single counting "
                 "queries, not marginals.")
@@ -365,26 +365,16 @@ def bounds_frame(report: Mapping) -> pd.DataFrame:
 
 # -- run side: what the release must carry for Theorem 4 ---------------------------------
 
-def _score_terms(mechanism, plan, cand, cells: int) -> tuple[float, float | None] | None:
-    """``(w_c, o_c)`` of a candidate's score ``w_c (||M_c(D) - M_c(p)||_1 - o_c)``.
-
-    Mirrors each mechanism's ``scores`` (checked against them in
-    tests/test_uncertainty.py); ``o_c = None``: unknown but ``>= 0``;
+def _score_terms(engine, plan, cand) -> tuple[float, float | None] | None:
+    """``(w_c, o_c)`` of a candidate's score ``w_c (||M_c(D) - M_c(p)||_1 - o_c)``,
+    as the mechanism declares them (:meth:`~synth_core.mechanisms.base.Mechanism.score_terms`,
+    the same terms its ``scores`` use); ``o_c = None``: unknown but ``>= 0``;
     ``None``: the mechanism's scores do not have this form.
     """
-    noise_l1 = math.sqrt(2 / math.pi) * plan.noise_std * cells
-    name = mechanism.name
-    if name == "aim":
-        return float(mechanism.weights[cand.clique]), noise_l1
-    if name == "mwem-pgm":
-        return 1.0, float(cells)
-    if name in ("jam-pgm", "vjam-pgm"):
-        if cand.source == "private":
-            return 1.0, noise_l1
-        if cand.source == "public" and name == "jam-pgm":
-            return 1.0, None   # public-row proxy: minus its (private, unreleased) proxy error
-        return 1.0, 0.0        # exact public-column answer: the whole current error
-    return None
+    terms = engine.mechanism.score_terms(engine.state, plan, cand)
+    if terms is None:
+        return None
+    return float(terms.weight), None if terms.offset is None else float(terms.offset)
 
 
 def selection_release(engine, workload, synthetic_codes: pd.DataFrame) -> dict | None:
@@ -402,13 +392,13 @@ def selection_release(engine, workload, synthetic_codes: pd.DataFrame) -> dict |
     most :data:`MAX_PREVIOUS_MODEL_CELLS` model cells are computed.
     ``None`` when no round selected anything or the scores have another form.
     """
-    last = getattr(engine, "last_selection", None)
+    last = engine.last_selection
     if last is None:
         return None
     round_, plan, pool, chosen, before = last
     sizes = engine.data.sizes
     cells = lambda cl: math.prod(sizes[c] for c in cl)  # noqa: E731
-    terms = lambda cand: _score_terms(engine.mechanism, plan, cand, cells(cand.clique))  # noqa: E731
+    terms = lambda cand: _score_terms(engine, plan, cand)  # noqa: E731
     chosen_terms = terms(chosen)
     if chosen_terms is None:
         return None

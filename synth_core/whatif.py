@@ -232,7 +232,7 @@ def standin_tables(basis: PublicBasis, standin: str, *, uses_public_rows: bool, 
 def describe_basis(basis: PublicBasis, standin: str, mechanism: str, *,
                    public_split: str = "bootstrap") -> str:
     """What a prediction is based on, in words (for the page and the report)."""
-    uses_rows = MECHANISMS[mechanism].uses_public_rows
+    uses_rows = MECHANISMS[mechanism].capabilities.public_rows
     n = f"{basis.n:,}"
     if standin == "public-rows":
         src = basis.rows_label or "the public rows"
@@ -296,7 +296,7 @@ def standin_run(basis: PublicBasis, config: RunConfig, *, standin: str = "public
     Its ``curator_diagnostics()`` compare it with the stand-in private table."""
     cfg = config
     private, public = standin_tables(basis, standin, seed=cfg.seed, public_split=public_split,
-                                     uses_public_rows=MECHANISMS[cfg.mechanism].uses_public_rows)
+                                     uses_public_rows=MECHANISMS[cfg.mechanism].capabilities.public_rows)
     synth = Synthesizer.from_config(replace(cfg, mode="research"))
     for _ in synth.run(private, public, schema=basis.schema, public_columns=basis.public_columns,
                        data_name="what-if stand-in", public_name="stand-in public"):

@@ -38,7 +38,6 @@ from .report import DOMAIN_NOTES, check_release, write_table
 from .experiments import STOPPED as STOPPED_RUN
 from .experiments import (DatasetSpec, MechanismSpec, ResultStore, Sweep, job_summary,
                           pending_jobs, run_job)
-from .mechanisms import accepts_option
 from .runner import FINISHED, RunWorker, SweepWorker
 from .schema import ColumnSpec, Schema, infer_schema
 from .tables import CSV_SUFFIXES, PARQUET_SUFFIXES, PublicInfo, PublicRows, load_table
@@ -200,13 +199,7 @@ class FinishedRun:
 
 def mechanism_parameters(name: str) -> dict[str, object]:
     """A mechanism's constructor parameters and their defaults (the papers' defaults)."""
-    cls = MECHANISMS[name]
-    out = {}
-    for pname, p in inspect.signature(cls.__init__).parameters.items():
-        if pname == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or pname == "public_columns":
-            continue
-        out[pname] = None if p.default is inspect.Parameter.empty else p.default
-    return out
+    return {o.name: o.default for o in MECHANISMS[name].options if o.name != "public_columns"}
 
 
 def mechanism_description(name: str) -> str:
@@ -217,11 +210,8 @@ def mechanism_description(name: str) -> str:
 
 
 def supports_public_columns(name: str) -> bool:
-    """Whether the mechanism uses public columns (a class may say so with
-    ``uses_public_columns``; otherwise: its constructor takes ``public_columns``)."""
-    cls = MECHANISMS[name]
-    takes = "public_columns" in inspect.signature(cls.__init__).parameters
-    return bool(getattr(cls, "uses_public_columns", takes))
+    """Whether the mechanism uses public columns (its declared capabilities)."""
+    return MECHANISMS[name].capabilities.uses_public_columns
 
 
 def workload_spec(kind: str, *, k: int = 3, targets: Sequence[str] = (),
@@ -336,7 +326,7 @@ class _CompareMixin:
         # the session's vertical split applies to every mechanism (those without
         # public columns fail with a clear message, as a single run would)
         mechs = tuple(MechanismSpec(m, m, {k: v for k, v in s.options.items()
-                                           if k != "public_columns" and accepts_option(m, k)},
+                                           if k != "public_columns" and k in MECHANISMS[m].option_defaults()},
                                     public_columns=bool(self.public_columns) or None)
                       for m in mechanisms)
         settings = {f: getattr(s, f) for f in ("delta", "workload", "neighbours", "rounds",
@@ -904,10 +894,7 @@ class _WorkbenchCore(_CompareMixin, WhatIfMixin, DatasetBudgetMixin):
             opts.setdefault("max_model_size", s.max_model_size)
             if s.rounds is not None:
                 opts.setdefault("rounds", s.rounds)
-        try:
-            make_mechanism(s.mechanism, **opts)
-        except TypeError as exc:
-            raise ConfigError(f"{s.mechanism} does not take these options: {exc}.") from None
+        make_mechanism(s.mechanism, **opts)
 
     def workload(self) -> Workload:
         self.require_data()

@@ -29,6 +29,38 @@ def test_help_documents_every_option():
         assert mech in out.stdout
 
 
+def test_option_help_lists_the_declared_options():
+    from synth_core.mechanisms import MECHANISMS
+
+    out = " ".join(synth("run", "--help").stdout.split())
+    for opt in MECHANISMS["gem"].options:
+        if opt.name not in ("rounds", "max_model_size"):   # these have their own flags
+            assert opt.name in out
+
+
+def test_unknown_or_flagged_mechanism_options_are_refused_by_name():
+    res = synth("run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1",
+                "--option", "colour=red")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "mwem-pgm has no option 'colour'" in res.stderr
+    assert "Its options: rounds, max_model_size" in res.stderr
+    res = synth("run", "--sample", "titanic", "--mechanism", "aim", "--epsilon", "1",
+                "--option", "rounds=3")
+    assert res.returncode == 2 and "Use --rounds" in res.stderr
+    res = synth("run", "--sample", "titanic", "--mechanism", "gem", "--epsilon", "1",
+                "--option", "inner_steps=lots")
+    assert res.returncode == 2 and "inner_steps takes an integer" in res.stderr
+
+
+def test_options_are_read_as_their_declared_type():
+    from synth_core.cli import _parse_options
+
+    assert _parse_options(["alpha=1", "hidden=64", "ema_beta=0.5"], "gem") == \
+        {"alpha": 1.0, "hidden": "64", "ema_beta": 0.5}
+    assert isinstance(_parse_options(["alpha=1"], "gem")["alpha"], float)
+    assert _parse_options(["support_size=2000"], "vpmw") == {"support_size": 2000}
+
+
 def test_samples_are_listed():
     out = synth("samples")
     assert out.returncode == 0

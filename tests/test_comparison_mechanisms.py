@@ -322,7 +322,7 @@ def test_gem_rejects_unbounded_dp_and_unknown_options(small_private, small_schem
     with pytest.raises(ConfigError, match="bounded"):
         run("gem", small_private, None, small_schema, epsilon=1.0, rounds=2,
             neighbours="unbounded", **TINY_GEM)
-    with pytest.raises(ConfigError, match="does not accept"):
+    with pytest.raises(ConfigError, match="gem has no option .colour.. Its options: rounds, alpha"):
         run("gem", small_private, None, small_schema, epsilon=1.0, rounds=2, colour="red")
     with pytest.raises(ConfigError, match="inner_patience"):
         run("gem", small_private, None, small_schema, epsilon=1.0, rounds=2, inner_patience=-1)

@@ -47,7 +47,7 @@ from synth_core import privacy
 from synth_core.engine import PRIVATE, Engine, PreparedData
 from synth_core.marginals import CodedTable
 from synth_core.mechanisms import make_mechanism
-from synth_core.mechanisms.query_release import CountingQueries, DirectLoop
+from synth_core.mechanisms.query_release import CountingQueries, QueryReleaseLoop
 from synth_core.model import FitMeasurement
 from synth_core.privacy import Neighbours, ResearchNoise
 from synth_core.workload import parse_workload
@@ -226,8 +226,8 @@ def engine_for(setup: Setup, rows, public_rows, seed: int, noise=None) -> Engine
                   noise=noise or RecordingNoise(np.random.default_rng(seed)))
 
 
-def loop_for(setup: Setup, rows, public_rows, seed: int, noise) -> DirectLoop:
-    return DirectLoop(make_mechanism(setup.name, **setup.kwargs), prepared(rows, public_rows),
+def loop_for(setup: Setup, rows, public_rows, seed: int, noise) -> QueryReleaseLoop:
+    return QueryReleaseLoop(make_mechanism(setup.name, **setup.kwargs), prepared(rows, public_rows),
                       WORKLOAD, rho=RHO, neighbours=relation_of(setup.relation), seed=seed,
                       noise=noise)
 

@@ -60,8 +60,10 @@ def test_curator_records_follow_a_pick_through_its_refit():
         cands = tuple(Candidate(cl, src) for cl, src, _ in scores)
         cur = CuratorScores(cands, tuple(s for _, _, s in scores), chosen) if scores else None
         clique = cands[chosen].clique if scores else ("a",)
-        return RoundEvent("m", rnd, 3, (clique,), "private", sigma, 0.1, 0.0, 0.0, 0.0, 1.0,
-                          1.0, 0.0, len(scores), "", cur)
+        return RoundEvent(mechanism="m", round=rnd, rounds_planned=3, cliques=(clique,),
+                          source="private", sigma=sigma, epsilon=0.1, rho_select=0.0,
+                          rho_measure=0.0, rho_spent=0.0, rho_total=1.0, model_size_mb=1.0,
+                          seconds=0.0, n_candidates=len(scores), note="", curator=cur)
 
     ab, x = ("a", "b"), ("x",)
     events = [event(0, [], 0),   # the initialisation: nothing selected

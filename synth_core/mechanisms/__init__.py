@@ -1,9 +1,15 @@
-"""The mechanisms, by the names used everywhere (CLI, API, reports, charts)."""
+"""The mechanisms, by the names used everywhere (CLI, API, reports, charts).
+
+Each class declares its capabilities and options as data
+(:mod:`synth_core.mechanisms.base`); this module is the registry.
+"""
 
 from __future__ import annotations
 
 from ..errors import ConfigError
 from .aim import AIM
+from .base import (BOUNDED, NO, OPTIONAL, PGM_MODEL, PUBLIC_ROWS, QUERY_ANSWERS, REQUIRED,
+                   UNBOUNDED, AdaptiveMechanism, Capabilities, Mechanism, Option, ScoreTerms)
 from .gem import GEM, GEMPub, VGEMPub
 from .jam_pgm import JAMPGM
 from .mwem_pgm import MWEMPGM
@@ -25,11 +31,19 @@ MECHANISMS = {
 }
 
 
-def accepts_option(name: str, option: str) -> bool:
-    """Whether the mechanism's constructor takes ``option`` (e.g. ``public_columns``)."""
-    import inspect
+def mechanism_class(name: str) -> type[Mechanism]:
+    """The registered class of ``name`` (ConfigError listing the registry)."""
+    try:
+        return MECHANISMS[name]
+    except KeyError:
+        raise ConfigError(f"Unknown mechanism {name!r}.",
+                          hint=f"Available: {', '.join(MECHANISMS)}.") from None
 
-    return option in inspect.signature(MECHANISMS[name].__init__).parameters
+
+def check_options(name: str, options) -> None:
+    """ConfigError for options mechanism ``name`` does not declare (naming the valid
+    ones), public columns it does not use, conditional generation it does not have."""
+    mechanism_class(name).check_options(options)
 
 
 def resolve_fit_iters(name: str, fit_iters: int | None) -> int | None:
@@ -42,18 +56,13 @@ def resolve_fit_iters(name: str, fit_iters: int | None) -> int | None:
 
 
 def make_mechanism(name: str, **options):
-    """Build a mechanism by name with its options (paper defaults for the rest)."""
-    try:
-        cls = MECHANISMS[name]
-    except KeyError:
-        raise ConfigError(f"Unknown mechanism {name!r}.",
-                          hint=f"Available: {', '.join(MECHANISMS)}.") from None
-    try:
-        return cls(**options)
-    except TypeError as exc:  # an option this mechanism does not have
-        raise ConfigError(f"Mechanism {name!r} does not accept these options: {exc}.",
-                          hint="See docs/mechanisms.md for each mechanism's options.") from None
+    """Build a mechanism by name with its options (paper defaults for the rest);
+    options are checked against its declared table first (:func:`check_options`)."""
+    return mechanism_class(name).build(**options)
 
 
-__all__ = ["AIM", "JAMPGM", "VJAMPGM", "MWEMPGM", "PMWPub", "VPMW", "GEM", "GEMPub", "VGEMPub", "PublicOnly", "MECHANISMS",
-           "accepts_option", "make_mechanism", "resolve_fit_iters"]
+__all__ = ["AIM", "JAMPGM", "VJAMPGM", "MWEMPGM", "PMWPub", "VPMW", "GEM", "GEMPub", "VGEMPub",
+           "PublicOnly", "MECHANISMS", "Mechanism", "AdaptiveMechanism", "Capabilities", "Option",
+           "ScoreTerms", "NO", "OPTIONAL", "REQUIRED", "BOUNDED", "UNBOUNDED", "PGM_MODEL",
+           "QUERY_ANSWERS", "PUBLIC_ROWS", "check_options", "make_mechanism", "mechanism_class",
+           "resolve_fit_iters"]

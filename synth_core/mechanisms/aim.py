@@ -37,17 +37,24 @@ from typing import Sequence
 import numpy as np
 
 from .. import privacy
-from ..conditional import CONDITION_MAX_MB, ConditionalSetup, UsesPublicColumns
-from ..engine import (PRIVATE, AdaptiveMechanism, Candidate, RoundPlan, RunState,
-                      expected_noise_l1, model_errors, size_filter)
+from ..conditional import CONDITION_MAX_MB, ConditionalSetup
+from ..engine import (PRIVATE, Candidate, RoundPlan, RunState, expected_noise_l1, model_errors,
+                      size_filter)
 from ..errors import ConfigError
+from .base import (CONDITIONAL_OPTIONS, MAX_MODEL_SIZE_OPTION, OPTIONAL, PUBLIC_COLUMNS_OPTION,
+                   AdaptiveMechanism, Capabilities, Option, ScoreTerms)
 
 #: AIM's split of each round's budget: 90% measurement, 10% selection.
 AIM_MEASURE_SHARE = 0.9
 
 
-class AIM(UsesPublicColumns, AdaptiveMechanism):
+class AIM(AdaptiveMechanism):
     name = "aim"
+    #: public columns only with conditional generation (else AIM refuses them)
+    capabilities = Capabilities(public_columns=OPTIONAL, conditional=True)
+    options = (MAX_MODEL_SIZE_OPTION,
+               Option("rounds", int, None, "budget scale T (default 16 x number of columns)"),
+               PUBLIC_COLUMNS_OPTION, *CONDITIONAL_OPTIONS)
     #: the authors' AIM refits with up to 1,000 iterations every round. Its
     #: annealing test compares the model before and after a round's fit: a fit
     #: cut short moves less, so sigma halves too early and AIM runs too few
@@ -126,14 +133,18 @@ class AIM(UsesPublicColumns, AdaptiveMechanism):
         pool = [Candidate(cl, PRIVATE) for cl in self.weights]
         return size_filter(state.data.sizes, state.measured_cliques, pool, plan.size_limit_mb)
 
+    def score_terms(self, state: RunState, plan: RoundPlan, candidate: Candidate) -> ScoreTerms:
+        """``w_r`` and the expected L1 noise ``sqrt(2/pi) std n_r`` of the measurement."""
+        cl = candidate.clique
+        return ScoreTerms(self.weights[cl],
+                          expected_noise_l1(plan.noise_std, state.data.private.cells(cl)))
+
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
+        """``w_r (||M_r(D) - M_r(p)||_1 - sqrt(2/pi) std n_r)`` (:meth:`score_terms`)."""
         out = np.empty(len(candidates))
-        private = state.data.private
         current = model_errors(state, candidates)
         for i, cand in enumerate(candidates):
-            cl = cand.clique
-            err = current[cl]
-            out[i] = self.weights[cl] * (err - expected_noise_l1(plan.noise_std, private.cells(cl)))
+            out[i] = self.score_terms(state, plan, cand).score(current[cand.clique])
         return out
 
     def after_round(self, state, plan, chosen, before, after) -> None:

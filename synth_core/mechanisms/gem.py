@@ -46,12 +46,16 @@ cells (one batched pass, :meth:`_Generator.marginals`), Adam at learning rate
 without a new best and keeping the best generator. The authors take 10,000
 steps on random batches of 10,000 queries at 5e-4 (their ``gen_nn`` script),
 hours on this CPU; 100 exact full-batch steps take the public-data workload
-error on Adult from 1.76 to 0.20 in about two minutes. An earlier version of this module
-pre-trained with GEM's own loop (add the worst public query, fit the worst
-measured ones): that drives the *maximum* error down (0.79 -> 0.05) while
-leaving the L1 workload error at 0.61, three times the public data's own
-0.19 (the cause of GEM-Pub's poor figures; docs/mechanisms.md). GEM then
-starts from the pre-trained generator with an empty set of measured queries.
+error on Adult from 1.76 to 0.20 in about two minutes. The objective is the L1
+workload error, not GEM's max-error loop (add the worst public query, fit the
+worst measured ones): on Adult that loop drives the *maximum* error down
+(0.79 -> 0.05) but leaves the L1 workload error at 0.61, three times the
+public data's own 0.19 (docs/mechanisms.md). GEM then starts from the
+pre-trained generator with an empty set of measured queries.
+
+vGEM-Pub (:class:`VGEMPub`) pre-trains on the table's own public columns
+instead of public rows. Each class declares its options as data
+(``GEM_OPTIONS``; vGEM-Pub's are ``public_columns`` and GEM's).
 
 Defaults (the seed papers and the authors' scripts): T = 50 (their Adult
 script), hidden sizes (1024, 1024), noise dimension 512, batch 1000,
@@ -65,7 +69,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 import time
 from typing import Sequence
 
@@ -75,8 +78,10 @@ import pandas as pd
 from .. import privacy
 from ..engine import PRIVATE, PUBLIC, RunState
 from ..errors import ConfigError
-from .query_release import (CountingQueries, DirectLoop, SelfRunningMechanism,
-                            check_no_public_columns, measure_counting_query)
+from .base import (BOUNDED, PUBLIC_COLUMNS_OPTION, QUERY_ANSWERS, REQUIRED, Capabilities,
+                   Option)
+from .query_release import (CountingQueries, QueryReleaseLoop, QueryReleaseMechanism,
+                            measure_counting_query)
 from .vertical import check_public_split, parse_public_columns
 
 #: GEM's share of each round's eps0 for selection (the seed papers' setting).
@@ -341,11 +346,35 @@ def _parse_hidden(hidden) -> tuple[int, ...]:
     return out
 
 
-class GEM(SelfRunningMechanism):
+#: GEM's constructor options (GEM-Pub's and, after ``public_columns``, vGEM-Pub's)
+GEM_OPTIONS = (
+    Option("rounds", int, None, f"rounds T (default {GEM_DEFAULT_ROUNDS})"),
+    Option("alpha", float, GEM_ALPHA, "share of each round's eps0 spent on selection"),
+    Option("lr", float, GEM_LEARNING_RATE, "Adam's learning rate in the rounds"),
+    Option("inner_steps", int, GEM_INNER_STEPS, "most Adam steps per round"),
+    Option("max_queries", int, GEM_MAX_QUERIES, "most measured queries in one round's loss"),
+    Option("noise_dim", int, GEM_NOISE_DIM, "dimension of the generator's input noise"),
+    Option("hidden", tuple, GEM_HIDDEN, "widths of the residual blocks (e.g. 1024,1024)"),
+    Option("batch", int, GEM_BATCH, "rows of the generator's fixed noise batch"),
+    Option("ema_beta", float, None, "weight-EMA beta (default: 0.9 GEM, 0.5 GEM-Pub)"),
+    Option("threads", int, GEM_THREADS, "PyTorch CPU threads (results are reproducible "
+                                        "for a fixed count)"),
+    Option("pretrain_patience", int, GEM_PUB_PRETRAIN_PATIENCE,
+           "pre-training stops after this many steps without a new best"),
+    Option("pretrain_max_steps", int, GEM_PUB_PRETRAIN_MAX_STEPS, "most pre-training steps"),
+    Option("pretrain_lr", float, GEM_PUB_PRETRAIN_LR, "pre-training's learning rate"),
+    Option("inner_patience", int, GEM_INNER_PATIENCE,
+           "a round stops after this many steps without progress (0: never)"),
+    Option("max_model_size", float, None,
+           "accepted (the API passes it to every mechanism) and unused: no PGM model"),
+)
+
+
+class GEM(QueryReleaseMechanism):
     name = "gem"
-    uses_public_rows = False
-    #: it takes ``public_columns`` only to refuse them (vGEM-Pub uses them)
-    uses_public_columns = False
+    capabilities = Capabilities(public_columns_variant="vGEM-Pub (--mechanism vgem-pub)",
+                                neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
+    options = GEM_OPTIONS
     weights_ema_beta = GEM_WEIGHTS_EMA_BETA
     pretrain = False
     pretrain_source = "public rows"
@@ -358,10 +387,7 @@ class GEM(SelfRunningMechanism):
                  pretrain_max_steps: int = GEM_PUB_PRETRAIN_MAX_STEPS,
                  pretrain_lr: float = GEM_PUB_PRETRAIN_LR,
                  inner_patience: int = GEM_INNER_PATIENCE,
-                 max_model_size: float | None = None, public_columns: Sequence[str] = ()):
-        # max_model_size is accepted (the API passes it to every mechanism) and unused
-        check_no_public_columns(self.__class__.__name__.replace("Pub", "-Pub"), public_columns,
-                                "vGEM-Pub")
+                 max_model_size: float | None = None):
         self.T = GEM_DEFAULT_ROUNDS if rounds is None else int(rounds)
         if self.T < 1:
             raise ConfigError("GEM needs at least one round.")
@@ -475,7 +501,7 @@ class GEM(SelfRunningMechanism):
         """Mask of the queries selection may pick before any is measured (``None``: all)."""
         return None
 
-    def run(self, loop: DirectLoop):
+    def run(self, loop: QueryReleaseLoop):
         torch = _torch()
         state = loop.state
         self._check(state)
@@ -498,7 +524,8 @@ class GEM(SelfRunningMechanism):
                 cliques = self._pretrain_cliques(state)
                 self._pretrain(gen, cliques, self._pretrain_target(state, cliques))
                 rep = self.pretrain_report
-                yield loop.event(0, [], PUBLIC, None, None, 0.0, 0.0, started, gen.size_mb,
+                yield loop.event(round=0, cliques=[], source=PUBLIC, started=started,
+                                 model_size_mb=gen.size_mb,
                                  note=f"pre-trained on {self.pretrain_source} "
                                       f"({rep['marginals']} marginals): {rep['steps']} steps, "
                                       f"error {rep['before']['workload_error']:.4f} -> "
@@ -538,9 +565,10 @@ class GEM(SelfRunningMechanism):
                                 ema[key] = self.ema_beta * ema[key] + (1 - self.ema_beta) * v
                             else:
                                 ema[key] = v.clone()
-                yield loop.event(t, [queries.cliques[i]], PRIVATE, n * sigma, eps_select,
-                                 rho_select, rho_measure, started, gen.size_mb,
-                                 pool - t + 1,
+                yield loop.event(round=t, cliques=[queries.cliques[i]], source=PRIVATE,
+                                 sigma=n * sigma, epsilon=eps_select, rho_select=rho_select,
+                                 rho_measure=rho_measure, started=started,
+                                 model_size_mb=gen.size_mb, n_candidates=pool - t + 1,
                                  note=f"cell {queries.describe(q)}; {steps} inner steps"
                                       f"{' (no progress)' if trainer.stopped == 'no progress' else ''}, "
                                       f"loss {loss:.4g}",
@@ -555,7 +583,7 @@ class GEM(SelfRunningMechanism):
         """Every workload counting query answered by the output generator (fractions)."""
         return self.generator.all_answers()
 
-    def direct_sample(self, state: RunState, rows: int, rng: np.random.Generator) -> pd.DataFrame:
+    def sample(self, loop, rows: int, rng: np.random.Generator, public_codes=None) -> pd.DataFrame:
         """``rows`` records: rows of the batch (cycled, shuffled), each column drawn
         from that row's softmax."""
         gen, probs = self.generator, self._probs
@@ -570,7 +598,9 @@ class GEM(SelfRunningMechanism):
 
 class GEMPub(GEM):
     name = "gem-pub"
-    uses_public_rows = True
+    capabilities = Capabilities(public_rows=True,
+                                public_columns_variant="vGEM-Pub (--mechanism vgem-pub)",
+                                neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
     weights_ema_beta = GEM_PUB_WEIGHTS_EMA_BETA
     pretrain = True
 
@@ -589,9 +619,10 @@ class VGEMPub(GEMPub):
     """
 
     name = "vgem-pub"
-    uses_public_rows = False
-    uses_public_columns = True
-    needs_public_columns = True
+    capabilities = Capabilities(public_columns=REQUIRED, neighbours=(BOUNDED,),
+                                releases=QUERY_ANSWERS)
+    #: ``public_columns``, then GEM's options (its constructor passes them on)
+    options = (PUBLIC_COLUMNS_OPTION, *GEM_OPTIONS)
     pretrain_source = "the public columns"
 
     def __init__(self, public_columns: Sequence[str] = (), **options):
@@ -627,12 +658,3 @@ class VGEMPub(GEMPub):
                 mask[queries.offsets[i]:queries.offsets[i + 1]] = False
         return mask
 
-
-# vGEM-Pub's options are GEM's (its constructor passes them on): show them to
-# ``inspect.signature`` (the workbench lists a mechanism's options from it)
-VGEMPub.__init__.__signature__ = inspect.signature(VGEMPub.__init__).replace(parameters=[
-    *(p for p in inspect.signature(VGEMPub.__init__).parameters.values()
-      if p.kind is not inspect.Parameter.VAR_KEYWORD),
-    *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-      for name, p in inspect.signature(GEM.__init__).parameters.items()
-      if name not in ("self", "public_columns"))])

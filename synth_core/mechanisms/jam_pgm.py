@@ -45,9 +45,11 @@ import numpy as np
 
 from .. import privacy
 from ..conditional import CONDITION_MAX_MB, ConditionalSetup, check_known_columns
-from ..engine import (PRIVATE, PUBLIC, AdaptiveMechanism, Candidate, RoundPlan, RunState,
-                      expected_noise_l1, model_errors, size_filter)
+from ..engine import (PRIVATE, PUBLIC, Candidate, RoundPlan, RunState, expected_noise_l1,
+                      model_errors, size_filter)
 from ..errors import ConfigError
+from .base import (BOUNDED, MAX_MODEL_SIZE_OPTION, OPTIONAL, PUBLIC_COLUMNS_OPTION,
+                   AdaptiveMechanism, Capabilities, Option, ScoreTerms)
 
 #: JAM-PGM's share of each round's budget spent on measurement.
 JAM_MEASURE_SHARE = 0.8
@@ -91,38 +93,53 @@ def jam_round_budget(state: RunState, T: int, alpha: float, max_model_size: floa
     return t, rho_select, rho_measure, std, limit
 
 
-def jam_scores(state: RunState, plan: RoundPlan, candidates, proxy_error=None) -> np.ndarray:
-    """CURATOR-ONLY: JAM-PGM's scores, current error minus predicted error.
+def jam_score_terms(state: RunState, plan: RoundPlan, cand: Candidate,
+                    proxy: bool) -> ScoreTerms:
+    """JAM-PGM's score terms: current error minus the predicted error of the measurement.
 
-    A private candidate: ``||M_r(D) - M_r(p)||_1 - sqrt(2/pi) sigma_t n_r``; a
-    public-row proxy (source ``public`` when ``proxy_error`` is given): minus
-    ``proxy_error(r)``; an exact public answer (any other source): the whole
-    current error.
+    A private candidate: weight 1, offset ``sqrt(2/pi) sigma_t n_r``; a public-row
+    proxy (source ``public`` when ``proxy``): offset its proxy error, a function
+    of the private data (``None``: not released); an exact public answer (any
+    other source): offset 0, measuring it removes all of the error.
     """
-    private = state.data.private
+    if cand.source == PRIVATE:
+        return ScoreTerms(1.0, expected_noise_l1(plan.noise_std,
+                                                 state.data.private.cells(cand.clique)))
+    if cand.source == PUBLIC and proxy:
+        return ScoreTerms(1.0, None)
+    return ScoreTerms(1.0, 0.0)
+
+
+def jam_scores(state: RunState, plan: RoundPlan, candidates, proxy_error=None) -> np.ndarray:
+    """CURATOR-ONLY: JAM-PGM's scores, current error minus predicted error
+    (:func:`jam_score_terms`; a public-row proxy's offset is ``proxy_error(r)``)."""
     current = model_errors(state, candidates)
     out = np.empty(len(candidates))
     for i, cand in enumerate(candidates):
         cl = cand.clique
-        if cand.source == PRIVATE:
-            out[i] = current[cl] - expected_noise_l1(plan.noise_std, private.cells(cl))
-        elif cand.source == PUBLIC and proxy_error is not None:
-            out[i] = current[cl] - proxy_error(cl)
-        else:  # exact: measuring it removes all of the error
-            out[i] = current[cl]
+        terms = jam_score_terms(state, plan, cand, proxy_error is not None)
+        if terms.offset is None:  # the public-row proxy's error, curator-only
+            terms = ScoreTerms(terms.weight, proxy_error(cl))
+        out[i] = current[cl] - terms.offset
     return out
 
 
 class JAMPGM(AdaptiveMechanism):
     name = "jam-pgm"
-    uses_public_rows = True
+    capabilities = Capabilities(public_rows=True, public_columns=OPTIONAL,
+                                neighbours=(BOUNDED,))
+    options = (Option("rounds", int, JAM_DEFAULT_ROUNDS, "rounds T"),
+               Option("alpha", float, JAM_MEASURE_SHARE,
+                      "share of each round's budget spent on measurement"),
+               MAX_MODEL_SIZE_OPTION, PUBLIC_COLUMNS_OPTION)
 
     def __init__(self, rounds: int = JAM_DEFAULT_ROUNDS, alpha: float = JAM_MEASURE_SHARE,
                  max_model_size: float = 80.0, public_columns: Sequence[str] = ()):
         self.T, self.alpha, self.max_model_size = jam_schedule(
             "JAM-PGM", rounds, alpha, max_model_size)
-        self.columns = ConditionalSetup.create("JAM-PGM", public_columns, False, CONDITION_MAX_MB,
-                                               self.max_model_size, public_without_conditional=True)
+        self.vertical = ConditionalSetup.create("JAM-PGM", public_columns, False, CONDITION_MAX_MB,
+                                                self.max_model_size,
+                                                public_without_conditional=True)
         self._public_answers: dict = {}
         self._public_errors: dict = {}
         self._errors_of = None   # the private table ``_public_errors`` was computed on
@@ -138,7 +155,7 @@ class JAMPGM(AdaptiveMechanism):
         if not state.neighbours.n_is_public:
             raise ConfigError("JAM-PGM is defined under bounded DP (n public).",
                               hint="Use --neighbours bounded, or AIM for unbounded DP.")
-        public = self.columns.public_columns
+        public = self.vertical.public_columns
         if not public:
             return []
         check_known_columns(public, state.data.sizes)
@@ -148,11 +165,11 @@ class JAMPGM(AdaptiveMechanism):
                               hint="Use vjam-pgm, which then measures them exactly and spends "
                                    "nothing, or leave a column private.")
         return [Candidate(cl, PUBLIC_COLUMNS) for cl in state.workload.downward_closure()
-                if len(cl) == 1 and self.columns.is_public(cl)]
+                if len(cl) == 1 and self.vertical.is_public(cl)]
 
     def public_answer(self, state: RunState, clique) -> np.ndarray:
-        if self.columns.is_public(clique):   # exact, from the table's public columns
-            return self.columns.public_answer(state, clique)
+        if self.vertical.is_public(clique):   # exact, from the table's public columns
+            return self.vertical.public_answer(state, clique)
         if clique not in self._public_answers:
             pub = state.data.public
             self._public_answers[clique] = pub.marginal(clique) * (state.n / pub.n)
@@ -186,12 +203,15 @@ class JAMPGM(AdaptiveMechanism):
         exact = [set(m.clique) for m in state.measurements if m.source == PUBLIC_COLUMNS]
         pool = []
         for cl in closure:
-            if self.columns.is_public(cl):
+            if self.vertical.is_public(cl):
                 if not any(set(cl) <= c for c in exact):
                     pool.append(Candidate(cl, PUBLIC_COLUMNS))
             else:
                 pool.extend(Candidate(cl, src) for src in (PRIVATE, PUBLIC))
         return size_filter(state.data.sizes, state.measured_cliques, pool, plan.size_limit_mb)
+
+    def score_terms(self, state: RunState, plan: RoundPlan, candidate: Candidate) -> ScoreTerms:
+        return jam_score_terms(state, plan, candidate, proxy=True)
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
         return jam_scores(state, plan, candidates,

@@ -26,14 +26,12 @@ example code filters candidates by a fixed size limit: we apply
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from .. import privacy
-from ..engine import (PRIVATE, AdaptiveMechanism, Candidate, RoundPlan, RunState, model_errors,
-                      size_filter)
+from ..engine import PRIVATE, Candidate, RoundPlan, RunState, model_errors, size_filter
 from ..errors import ConfigError
+from .base import MAX_MODEL_SIZE_OPTION, AdaptiveMechanism, Capabilities, Option, ScoreTerms
 
 #: MWEM+PGM's split of each round's budget between selection and measurement.
 MWEM_SELECT_SHARE = 0.5
@@ -41,17 +39,15 @@ MWEM_SELECT_SHARE = 0.5
 
 class MWEMPGM(AdaptiveMechanism):
     name = "mwem-pgm"
-    uses_public_columns = False   # it takes the option only to refuse it clearly
+    capabilities = Capabilities(public_columns_variant="vjam-pgm, or aim with --conditional")
+    options = (Option("rounds", int, None, "rounds T (default: the number of columns)"),
+               MAX_MODEL_SIZE_OPTION)
 
-    def __init__(self, rounds: int | None = None, max_model_size: float = 80.0,
-                 public_columns: Sequence[str] = ()):
+    def __init__(self, rounds: int | None = None, max_model_size: float = 80.0):
         if rounds is not None and rounds < 1:
             raise ConfigError("MWEM+PGM needs at least one round.")
         if not max_model_size > 0:
             raise ConfigError("max_model_size must be positive (MB).")
-        if public_columns:
-            raise ConfigError("MWEM+PGM does not use public columns.",
-                              hint="Use vjam-pgm for public columns (conditional AIM is not implemented yet).")
         self.T = rounds
         self.max_model_size = float(max_model_size)
 
@@ -86,7 +82,12 @@ class MWEMPGM(AdaptiveMechanism):
                 hint="Raise --max-model-size.")
         return out
 
+    def score_terms(self, state: RunState, plan: RoundPlan, candidate: Candidate) -> ScoreTerms:
+        """Weight 1 and offset ``n_r``, the number of cells."""
+        return ScoreTerms(1.0, float(state.data.private.cells(candidate.clique)))
+
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
-        private = state.data.private
+        """``||M_r(D) - M_r(p)||_1 - n_r`` (:meth:`score_terms`)."""
         current = model_errors(state, candidates)
-        return np.array([current[c.clique] - private.cells(c.clique) for c in candidates])
+        return np.array([self.score_terms(state, plan, c).score(current[c.clique])
+                         for c in candidates])

@@ -42,25 +42,30 @@ import pandas as pd
 from .. import privacy
 from ..engine import PRIVATE, PUBLIC, RunState
 from ..errors import ConfigError
-from .query_release import (CountingQueries, DirectLoop, SelfRunningMechanism,
-                            check_no_public_columns, measure_counting_query)
+from .base import (BOUNDED, PUBLIC_COLUMNS_OPTION, QUERY_ANSWERS, REQUIRED, Capabilities,
+                   Option)
+from .query_release import (CountingQueries, QueryReleaseLoop, QueryReleaseMechanism,
+                            measure_counting_query)
 from .vertical import check_public_split, parse_public_columns
 
 #: The number of rounds of the authors' PMW-Pub reproduction script.
 PMW_PUB_DEFAULT_ROUNDS = 500
 
 
-class PMWPub(SelfRunningMechanism):
+#: the options PMW-Pub and vPMW share
+_ROUNDS = Option("rounds", int, None, f"rounds T (default {PMW_PUB_DEFAULT_ROUNDS})")
+_UNUSED_SIZE = Option("max_model_size", float, None,
+                      "accepted (the API passes it to every mechanism) and unused: no PGM model")
+
+
+class PMWPub(QueryReleaseMechanism):
     name = "pmw-pub"
-    uses_public_rows = True
-    #: it takes ``public_columns`` only to refuse them (vPMW uses them)
-    uses_public_columns = False
+    capabilities = Capabilities(public_rows=True, public_columns_variant="vPMW (--mechanism vpmw)",
+                                neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
+    options = (_ROUNDS, _UNUSED_SIZE)
     selection = "permute-and-flip (as report-noisy-max with exponential noise)"
 
-    def __init__(self, rounds: int | None = None, max_model_size: float | None = None,
-                 public_columns: Sequence[str] = ()):
-        # max_model_size is accepted (the API passes it to every mechanism) and unused
-        check_no_public_columns("PMW-Pub", public_columns, "vPMW")
+    def __init__(self, rounds: int | None = None, max_model_size: float | None = None):
         if rounds is None:
             rounds = PMW_PUB_DEFAULT_ROUNDS
         if rounds < 1:
@@ -91,7 +96,7 @@ class PMWPub(SelfRunningMechanism):
         self._require_bounded(state)
         self._require_public(state)
 
-    def run(self, loop: DirectLoop):
+    def run(self, loop: QueryReleaseLoop):
         state = loop.state
         self._check(state)
         started = time.perf_counter()
@@ -118,7 +123,8 @@ class PMWPub(SelfRunningMechanism):
                                    for ix, m in zip(cells, np.diff(queries.offsets))])
 
         size_mb = len(support) * 8 / 2 ** 20
-        yield loop.event(0, [], PUBLIC, None, None, 0.0, 0.0, started, size_mb, note=note)
+        yield loop.event(round=0, cliques=[], source=PUBLIC, started=started,
+                         model_size_mb=size_mb, note=note)
         eps0 = privacy.pmw_pub_eps0(ledger.total, self.T)
         sens = 1.0 / n
         sigma = 1.0 / (n * eps0)           # std of the noise on the fraction
@@ -140,14 +146,15 @@ class PMWPub(SelfRunningMechanism):
             A = A * np.exp(hit * (a - synth[q]) / 2.0)
             A /= A.sum()
             total += A
-            yield loop.event(t, [queries.cliques[i]], PRIVATE, n * sigma, eps0, rho_select,
-                             rho_measure, started, size_mb, n_candidates,
-                             note=f"cell {queries.describe(q)}",
+            yield loop.event(round=t, cliques=[queries.cliques[i]], source=PRIVATE,
+                             sigma=n * sigma, epsilon=eps0, rho_select=rho_select,
+                             rho_measure=rho_measure, started=started, model_size_mb=size_mb,
+                             n_candidates=n_candidates, note=f"cell {queries.describe(q)}",
                              curator=queries.curator(scores, q))
         self.distribution = total / self.T
 
-    def direct_sample(self, state: RunState, rows: int, rng: np.random.Generator) -> pd.DataFrame:
-        """``rows`` public support records drawn with the averaged weights."""
+    def sample(self, loop, rows: int, rng: np.random.Generator, public_codes=None) -> pd.DataFrame:
+        """``rows`` support records drawn with the averaged weights."""
         p = self.distribution / self.distribution.sum()
         pick = rng.choice(len(self.support), size=rows, p=p)
         return self.support.iloc[pick].reset_index(drop=True)
@@ -185,9 +192,12 @@ class VPMW(PMWPub):
     """
 
     name = "vpmw"
-    uses_public_rows = False
-    uses_public_columns = True
-    needs_public_columns = True
+    capabilities = Capabilities(public_columns=REQUIRED, neighbours=(BOUNDED,),
+                                releases=QUERY_ANSWERS)
+    options = (PUBLIC_COLUMNS_OPTION, _ROUNDS,
+               Option("support_size", int, VPMW_SUPPORT_SIZE,
+                      "about how many records the sampled support holds"),
+               _UNUSED_SIZE)
 
     def __init__(self, public_columns: Sequence[str] = (), rounds: int | None = None,
                  support_size: int = VPMW_SUPPORT_SIZE, max_model_size: float | None = None):

@@ -10,17 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..engine import AdaptiveMechanism, RunState
+from ..engine import RunState
 from ..errors import ConfigError
+from .base import PUBLIC_ROWS, AdaptiveMechanism, Capabilities
 
 
 class PublicOnly(AdaptiveMechanism):
     name = "public-only"
-    zero_budget = True
-    uses_public_rows = True
-
-    def __init__(self, **_ignored):
-        pass
+    capabilities = Capabilities(public_rows=True, releases=PUBLIC_ROWS, zero_budget=True)
+    options = ()
 
     def initialise(self, state: RunState):
         if state.data.public is None or state.data.public.n == 0:
@@ -37,9 +35,9 @@ class PublicOnly(AdaptiveMechanism):
     def scores(self, state, plan, candidates):
         return np.empty(0)
 
-    def direct_sample(self, state: RunState, rows: int, rng: np.random.Generator) -> pd.DataFrame:
+    def sample(self, loop, rows: int, rng: np.random.Generator, public_codes=None) -> pd.DataFrame:
         """The public rows, each repeated ``rows / n_pub`` times by randomised rounding."""
-        pub = state.data.public.to_frame()
+        pub = loop.state.data.public.to_frame()
         reps = np.full(len(pub), rows / len(pub))
         base = np.floor(reps).astype(int)
         extra = rows - base.sum()

@@ -2,13 +2,16 @@
 
 These mechanisms select and measure single *counting queries* (one cell of a
 workload marginal, as a fraction of ``n``) and do not fit a Private-PGM
-model, so :class:`~synth_core.engine.Engine` cannot host them without
-changes: its loop always selects a whole marginal with the exponential
-mechanism, measures the full count vector and refits Private-PGM.
-:class:`DirectLoop` is their engine: the same constructor, the same
-:class:`~synth_core.privacy.Ledger`, the same privacy functions, the same
-:class:`~synth_core.engine.RunState` and :class:`~synth_core.engine.RoundEvent`
-stream, but each mechanism's own round (``run``) in place of the PGM loop.
+model, so :class:`~synth_core.engine.Engine` cannot host them: its loop
+always selects a whole marginal with the exponential mechanism, measures the
+full count vector and refits Private-PGM. Their protocol is
+:class:`QueryReleaseMechanism` (``run`` every round, ``sample`` the records)
+and their loop :class:`QueryReleaseLoop`, the engine's sibling: the same
+:class:`~synth_core.engine.RunLoop` (one :class:`~synth_core.privacy.Ledger`,
+the run's noise source, the :class:`~synth_core.engine.RunState`, the keyword
+:class:`~synth_core.engine.RoundEvent` builder), but the mechanism's own
+rounds in place of the PGM loop. A mechanism declares this with
+``Capabilities(releases=QUERY_ANSWERS)``.
 
 Units in events and measurements are counts, like the other mechanisms: a
 counting query answered as a fraction ``a`` of ``n`` is reported as ``n a``
@@ -17,21 +20,22 @@ and noise of std ``s`` on the fraction as ``n s`` per cell.
 
 from __future__ import annotations
 
-import time
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
+import pandas as pd
 
-from ..engine import (PRIVATE, AdaptiveMechanism, Candidate, CuratorScores, Measurement,
-                      PreparedData, RoundEvent, RunState)
+from ..engine import (PRIVATE, Candidate, CuratorScores, Measurement, PreparedData, RoundEvent,
+                      RunLoop, RunState)
 from ..errors import ConfigError
 from ..marginals import CodedTable
 from ..model import PGMEstimator
 from .. import privacy
 from ..privacy import Ledger, Neighbours
 from ..workload import Workload
+from .base import BOUNDED, QUERY_ANSWERS, Capabilities, Mechanism
 
 Clique = tuple[str, ...]
 
@@ -99,31 +103,24 @@ class CountingQueries:
                              tuple(float(s) for s in best), self.clique_index(chosen_query))
 
 
-class SelfRunningMechanism(AdaptiveMechanism):
-    """A mechanism that runs its own rounds in :class:`DirectLoop` (no PGM model)."""
+class QueryReleaseMechanism(Mechanism):
+    """A mechanism that measures single counting queries in its own rounds
+    (:class:`QueryReleaseLoop`) and samples its records itself (no PGM model).
 
-    #: :func:`synth_core.api` runs it with :class:`DirectLoop` instead of the Engine
-    own_loop = True
-    #: how the report names its selection step
-    selection = "exponential mechanism (Gumbel-max)"
+    Bounded DP only: its queries are fractions of the public ``n``.
+    """
 
-    @abstractmethod
-    def run(self, loop: "DirectLoop") -> Iterator[RoundEvent]:
-        """Run every round, charging ``loop.ledger``, yielding one event per round."""
+    capabilities = Capabilities(neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
 
     @abstractmethod
-    def direct_sample(self, state: RunState, rows: int, rng: np.random.Generator):
+    def run(self, loop: "QueryReleaseLoop") -> Iterator[RoundEvent]:
+        """Run every round, charging ``loop.ledger``, yielding one event per round
+        (built with ``loop.event``)."""
+
+    @abstractmethod
+    def sample(self, loop: RunLoop, rows: int, rng: np.random.Generator,
+               public_codes: Callable[[Sequence[str]], pd.DataFrame]) -> pd.DataFrame:
         """Synthetic records (integer codes) from the mechanism's own output."""
-
-    # the Engine's per-round hooks do not apply
-    def plan(self, state):
-        raise NotImplementedError(f"{self.name} runs its own loop (DirectLoop)")
-
-    def candidates(self, state, plan):
-        raise NotImplementedError(f"{self.name} runs its own loop (DirectLoop)")
-
-    def scores(self, state, plan, candidates):
-        raise NotImplementedError(f"{self.name} runs its own loop (DirectLoop)")
 
     # shared checks
     def _require_bounded(self, state: RunState) -> None:
@@ -179,52 +176,23 @@ def measure_counting_query(state: RunState, queries: "CountingQueries", q: int, 
     return i, a, rho
 
 
-def check_no_public_columns(name: str, public_columns: Sequence[str], variant: str) -> None:
-    if public_columns:
-        raise ConfigError(f"{name} does not use public columns; its public-columns variant is "
-                          f"{variant} (--mechanism {variant.lower()}).",
-                          hint="Run it with public rows only, or choose the variant for public "
-                               "columns.")
-
-
-class DirectLoop:
-    """Engine-compatible runner for :class:`SelfRunningMechanism` (same attributes as
-    :class:`~synth_core.engine.Engine` that the API reads: ``ledger``, ``state``,
-    ``events``, ``model``, ``estimator``, ``rounds()``).
+class QueryReleaseLoop(RunLoop):
+    """The loop of a :class:`QueryReleaseMechanism`: the engine's
+    :class:`~synth_core.engine.RunLoop` (ledger, noise source, run state, event
+    builder) running the mechanism's own rounds.
 
     ``model`` stays the uniform placeholder (with total ``n``): these mechanisms
-    sample their synthetic records themselves (``direct_sample``).
+    sample their synthetic records themselves (``sample``). The Private-PGM
+    options of the Engine (``fit_iters``, ...) are accepted and unused.
     """
 
-    def __init__(self, mechanism: SelfRunningMechanism, data: PreparedData, workload: Workload,
+    def __init__(self, mechanism: QueryReleaseMechanism, data: PreparedData, workload: Workload,
                  *, rho: float, neighbours: Neighbours, seed: int | None,
                  mode: str = "research", noise: privacy.NoiseSource | None = None,
                  **_pgm_options):
-        self.mechanism = mechanism
-        self.data = data
-        self.workload = workload
-        self.neighbours = neighbours
-        self.ledger = Ledger(rho)
+        super().__init__(mechanism, data, workload, rho=rho, neighbours=neighbours, seed=seed,
+                         estimator=PGMEstimator(data.sizes), mode=mode, noise=noise)
         self.seed = seed
-        self.rng = np.random.default_rng(seed)
-        # as the Engine's (``noise`` replaces the mode's source)
-        self.noise = privacy.noise_source(mode, self.rng) if noise is None else noise
-        self.estimator = PGMEstimator(data.sizes)
-        total = float(data.n)
-        self.state = RunState(data, workload, self.ledger, neighbours, self.rng, self.estimator,
-                              self.estimator.uniform(total), noise=self.noise)
-        self.events: list[RoundEvent] = []
-        self.model = None
-
-    def event(self, round_: int, cliques, source: str, sigma, eps, rho_select: float,
-              rho_measure: float, started: float, size_mb: float, n_candidates: int = 0,
-              note: str = "", curator: CuratorScores | None = None) -> RoundEvent:
-        ev = RoundEvent(self.mechanism.name, round_, self.mechanism.rounds_planned(self.state),
-                        tuple(tuple(c) for c in cliques), source, sigma, eps, rho_select,
-                        rho_measure, self.ledger.spent, self.ledger.total, size_mb,
-                        time.perf_counter() - started, n_candidates, note, curator)
-        self.events.append(ev)
-        return ev
 
     def rounds(self) -> Iterator[RoundEvent]:
         yield from self.mechanism.run(self)

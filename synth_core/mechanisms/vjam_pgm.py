@@ -89,22 +89,29 @@ from typing import Sequence
 import numpy as np
 
 from .. import privacy
-from ..conditional import (CONDITION_MAX_MB, ConditionalSetup, UsesPublicColumns,
-                           check_known_columns)
-from ..engine import (PRIVATE, PUBLIC, AdaptiveMechanism, Candidate, RoundPlan, RunState,
-                      size_filter)
+from ..conditional import CONDITION_MAX_MB, ConditionalSetup, check_known_columns
+from ..engine import PRIVATE, PUBLIC, Candidate, RoundPlan, RunState, size_filter
 from ..errors import ConfigError
+from .base import (BOUNDED, CONDITIONAL_OPTIONS, MAX_MODEL_SIZE_OPTION, PUBLIC_COLUMNS_OPTION,
+                   REQUIRED, AdaptiveMechanism, Capabilities, Option, ScoreTerms)
 from .jam_pgm import (JAM_DEFAULT_ROUNDS, JAM_MEASURE_SHARE, jam_round_budget, jam_schedule,
-                      jam_scores)
+                      jam_score_terms, jam_scores)
 
 #: Sensitivity of vJAM-PGM's scores under bounded DP (see the module docstring).
 VJAM_SCORE_SENSITIVITY = 2.0
 
 
-class VJAMPGM(UsesPublicColumns, AdaptiveMechanism):
+class VJAMPGM(AdaptiveMechanism):
     name = "vjam-pgm"
-    uses_public_rows = False
-    needs_public_columns = True   # its vertical split is what it is for
+    #: its vertical split is what it is for (without public columns it runs
+    #: JAM-PGM's schedule privately, and warns)
+    capabilities = Capabilities(public_columns=REQUIRED, conditional=True,
+                                neighbours=(BOUNDED,))
+    options = (PUBLIC_COLUMNS_OPTION,
+               Option("rounds", int, JAM_DEFAULT_ROUNDS, "rounds T after the initialisation"),
+               Option("alpha", float, JAM_MEASURE_SHARE,
+                      "share of each round's budget spent on measurement"),
+               MAX_MODEL_SIZE_OPTION, *CONDITIONAL_OPTIONS)
 
     def __init__(self, public_columns: Sequence[str] = (), rounds: int = JAM_DEFAULT_ROUNDS,
                  alpha: float = JAM_MEASURE_SHARE, max_model_size: float = 80.0,
@@ -136,13 +143,13 @@ class VJAMPGM(UsesPublicColumns, AdaptiveMechanism):
         if self.vertical.active:
             return  # ConditionalSetup.prepare checks the split
         if not self.public_columns:
-            self.warnings.append("vJAM-PGM ran without public columns: every marginal was "
+            self.vertical.warnings.append("vJAM-PGM ran without public columns: every marginal was "
                                  "measured privately (JAM-PGM's schedule without public data).")
             return
         check_known_columns(self.public_columns, state.data.sizes)
         if set(state.data.sizes) <= self._public:
             self.all_public = True
-            self.warnings.append("Every column is marked public: nothing is protected and no "
+            self.vertical.warnings.append("Every column is marked public: nothing is protected and no "
                                  "budget was spent; the workload marginals were measured exactly.")
 
     # -- hooks -----------------------------------------------------------------
@@ -205,6 +212,9 @@ class VJAMPGM(UsesPublicColumns, AdaptiveMechanism):
 
     def candidates(self, state: RunState, plan: RoundPlan) -> list[Candidate]:
         return list(self._round_pool)
+
+    def score_terms(self, state: RunState, plan: RoundPlan, candidate: Candidate) -> ScoreTerms:
+        return jam_score_terms(state, plan, candidate, proxy=False)
 
     def scores(self, state: RunState, plan: RoundPlan, candidates) -> np.ndarray:
         return jam_scores(state, plan, candidates)   # public cliques: exact M_r(D_P)
