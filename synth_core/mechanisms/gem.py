@@ -75,6 +75,7 @@ import pandas as pd
 from .. import privacy
 from ..engine import PRIVATE, PUBLIC, RunState
 from ..errors import ConfigError
+from ..runtime import require_packages
 from .query_release import (CountingQueries, DirectLoop, SelfRunningMechanism,
                             check_no_public_columns, measure_counting_query)
 from .vertical import check_public_split, parse_public_columns
@@ -349,6 +350,8 @@ class GEM(SelfRunningMechanism):
     weights_ema_beta = GEM_WEIGHTS_EMA_BETA
     pretrain = False
     pretrain_source = "public rows"
+    #: optional packages (the [gem] extra); missing: ConfigError when built or configured
+    requires = ("torch",)
 
     def __init__(self, rounds: int | None = None, alpha: float = GEM_ALPHA,
                  lr: float = GEM_LEARNING_RATE, inner_steps: int = GEM_INNER_STEPS,
@@ -359,6 +362,7 @@ class GEM(SelfRunningMechanism):
                  pretrain_lr: float = GEM_PUB_PRETRAIN_LR,
                  inner_patience: int = GEM_INNER_PATIENCE,
                  max_model_size: float | None = None, public_columns: Sequence[str] = ()):
+        require_packages(self)
         # max_model_size is accepted (the API passes it to every mechanism) and unused
         check_no_public_columns(self.__class__.__name__.replace("Pub", "-Pub"), public_columns,
                                 "vGEM-Pub")
