@@ -253,12 +253,12 @@ def write_png(fig: go.Figure, path, *, width: int, height: int, scale: float = 1
     chromium``); nothing is downloaded at run time. Returns None once written,
     otherwise what is missing (the figure is not written).
     """
-    import importlib.util
+    from .runtime import installed
 
     try:
         fig.write_image(str(path), width=width, height=height, scale=scale)
     except (RuntimeError, ValueError, ImportError) as exc:
-        if importlib.util.find_spec("kaleido") is None:
+        if not installed("kaleido"):
             return 'kaleido is not installed: pip install -e ".[bench]"'
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return (f"kaleido found no Chrome or Chromium to draw with (install one, e.g. apt-get "
