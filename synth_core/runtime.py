@@ -29,6 +29,7 @@ import threading
 from typing import Iterator
 
 import jax
+# the thread-local override of jax_enable_compilation_cache (jax is pinned, 0.10.2)
 from jax._src import config as _jax_config
 
 from .errors import ConfigError
