@@ -14,7 +14,8 @@ per backend and size, in a fresh process (so that peak memory is that run's):
 
 Then the log-log slope of count time against rows per backend, and the targets
 of issue 8. One JSON line per record (``--out`` keeps a copy); ``--plot`` draws
-a PNG if matplotlib is installed.
+a PNG (Plotly, exported by kaleido from the ``[bench]`` extra with an installed
+Chrome or Chromium).
 
     nice -n 10 .venv/bin/python benchmarks/cost_curves.py \
         --out benchmarks/results/cost_curves.jsonl --plot benchmarks/results/cost_curves.png
@@ -174,24 +175,29 @@ def slope(points: list[tuple[int, float]]) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def plot(records: list[dict], out: Path) -> bool:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    fig, ax = plt.subplots(figsize=(6, 4))
+def plot_figure(records: list[dict]):
+    """Counting time against table rows per backend, both axes logarithmic."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
     for backend in sorted({r["backend"] for r in records}):
         pts = sorted((r["rows"], r["count_seconds"]) for r in records if r["backend"] == backend)
-        ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-", label=backend)
-    ax.set_xlabel("rows")
-    ax.set_ylabel("seconds, all 455 3-way marginals")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    return True
+        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
+                        name=backend)
+    fig.update_xaxes(type="log", title="rows")
+    fig.update_yaxes(type="log", title="seconds, all 455 3-way marginals")
+    fig.update_layout(template="plotly_white", margin=dict(l=60, r=20, t=30, b=50))
+    return fig
+
+
+def plot(records: list[dict], out: Path) -> bool:
+    """The figure as a PNG (Plotly and kaleido, the [bench] extra); False if not written."""
+    from synth_core.charts import write_png
+
+    missing = write_png(plot_figure(records), out, width=600, height=400)
+    if missing:
+        print(f"{missing}: no PNG written", file=sys.stderr)
+    return missing is None
 
 
 def run_child(cmd, backend, rows, timeout, record, what):

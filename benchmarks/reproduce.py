@@ -27,8 +27,8 @@ table), vertical Adult about 7 h per seed, so run subsets with
     python benchmarks/reproduce.py jam-adult --mechanisms jam-pgm aim --seeds 0
     python benchmarks/reproduce.py vertical-adult --plot-only
 
-The PNG needs matplotlib (``pip install -e ".[bench]"``); without it the
-table is still written. The figures are CURATOR-ONLY diagnostics (true errors).
+The PNG is a Plotly figure exported by kaleido (``pip install -e ".[bench]"``)
+with an installed Chrome or Chromium; without them the table is still written. The figures are CURATOR-ONLY diagnostics (true errors).
 """
 
 from __future__ import annotations
@@ -251,38 +251,44 @@ def _short(value) -> str:
     return str(value)
 
 
-def plot(figure: str, rows: list[dict], path: Path) -> bool:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install -e '.[bench]'): no PNG written",
-              file=sys.stderr)
-        return False
+def plot_figure(figure: str, rows: list[dict]):
+    """One panel per dataset: mean metric against epsilon (log x), min-max bars over seeds."""
+    from plotly.subplots import make_subplots
+
+    from synth_core.charts import mechanism_color
+
     datasets = sorted({r["dataset"] for r in rows})
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False,
-                             sharey=True)
-    for ax, data in zip(axes[0], datasets):
+    names = sorted({r["mechanism"] for r in rows})
+    fig = make_subplots(rows=1, cols=len(datasets), shared_yaxes=True, subplot_titles=datasets)
+    for col, data in enumerate(datasets, start=1):
         for mech in sorted({r["mechanism"] for r in rows if r["dataset"] == data}):
             pts = sorted((r for r in rows if r["dataset"] == data and r["mechanism"] == mech),
                          key=lambda r: r["epsilon"])
-            x = [p["epsilon"] for p in pts]
-            y = [p["mean"] for p in pts]
-            err = [[p["mean"] - p["min"] for p in pts], [p["max"] - p["mean"] for p in pts]]
-            style = "--" if mech == "public-only" else "-"
-            ax.errorbar(x, y, yerr=err, marker="o", linestyle=style, capsize=3, label=mech)
-        ax.set_xscale("log")
-        ax.set_title(data, fontsize=10)
-        ax.set_xlabel("epsilon")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(FIGURES[figure]["metric"].replace("_", " "))
-    axes[0][-1].legend(fontsize=8)
-    fig.suptitle(FIGURES[figure]["title"], fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+            color = mechanism_color(mech, names)
+            fig.add_scatter(
+                x=[p["epsilon"] for p in pts], y=[p["mean"] for p in pts], name=mech,
+                mode="lines+markers", legendgroup=mech, showlegend=col == 1,
+                line=dict(color=color, dash="dash" if mech == "public-only" else "solid"),
+                marker=dict(color=color), row=1, col=col,
+                error_y=dict(type="data", symmetric=False, visible=True,
+                             array=[p["max"] - p["mean"] for p in pts],
+                             arrayminus=[p["mean"] - p["min"] for p in pts]))
+    fig.update_xaxes(type="log", title="epsilon")
+    fig.update_yaxes(title=FIGURES[figure]["metric"].replace("_", " "), row=1, col=1)
+    fig.update_layout(title=FIGURES[figure]["title"], template="plotly_white",
+                      font=dict(size=11), margin=dict(l=60, r=20, t=70, b=50))
+    return fig
+
+
+def plot(figure: str, rows: list[dict], path: Path) -> bool:
+    """The figure as a PNG (Plotly and kaleido, the [bench] extra); False if not written."""
+    from synth_core.charts import write_png
+
+    missing = write_png(plot_figure(figure, rows), path,
+                        width=400 * len({r["dataset"] for r in rows}), height=360)
+    if missing:
+        print(f"{missing}: no PNG written", file=sys.stderr)
+    return missing is None
 
 
 def main() -> None:

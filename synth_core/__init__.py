@@ -12,10 +12,8 @@ on Private-PGM, one privacy ledger, round-by-round events. Quick start::
 """
 
 from .version import __version__  # noqa: F401
-from .heap import limit_malloc_arenas  # noqa: E402
 
-limit_malloc_arenas()   # before JAX starts its threads (see synth_core/heap.py)
-
+# importing changes no process setting; a run applies what it needs (synth_core/runtime.py)
 from .api import RunConfig, RunResult, Synthesizer, list_samples, load_sample, synthesize  # noqa: E402
 from .engine import RoundEvent  # noqa: E402
 from .errors import SynthError  # noqa: E402

@@ -33,6 +33,7 @@ from .evaluate import CuratorDiagnostics, diagnostics, workload_error
 from .marginals import CodedTable
 from .mechanisms import MECHANISMS, check_options, make_mechanism, resolve_fit_iters
 from .mechanisms.query_release import QueryReleaseLoop
+from .runtime import require_packages
 from .model import FittedModel
 from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
@@ -120,6 +121,7 @@ class RunConfig:
         if not isinstance(self.mechanism, str) or self.mechanism not in MECHANISMS:
             raise ConfigError(f"Unknown mechanism {self.mechanism!r}.",
                               hint=f"Available: {', '.join(MECHANISMS)}.")
+        require_packages(MECHANISMS[self.mechanism])  # before any data is read
         if self.seed is not None:
             _require_int("seed", self.seed, 0, 2 ** 63 - 1)
         resolve_mode(self.mode, self.seed)

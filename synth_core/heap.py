@@ -6,9 +6,10 @@ Measured on Conditional vJAM-PGM, Adult, 75% public columns, epsilon 10
 glibc's default of up to 8 arenas per core, XLA's compile and run threads
 spread their short-lived buffers over many arenas; each arena keeps its free
 chunks, and the process held 1,614 MB resident of which about 460 MB were in
-use. Two arenas: 871 MB resident, the same 460 MB in use. So the package
-limits glibc to :data:`MALLOC_ARENAS` arenas when it is imported (before JAX
-starts its threads), unless ``MALLOC_ARENA_MAX`` is set in the environment.
+use. Two arenas: 871 MB resident, the same 460 MB in use. So a run limits
+glibc to :data:`MALLOC_ARENAS` arenas when its first estimator is built
+(:func:`synth_core.runtime.prepare_process`; importing the package does not),
+unless ``MALLOC_ARENA_MAX`` is set in the environment.
 """
 
 from __future__ import annotations
@@ -31,14 +32,25 @@ def _load_libc():
 
 
 _LIBC = _load_libc()
+#: the arena cap this process applied (None: mallopt never called here)
+_APPLIED: int | None = None
 
 
 def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     """Cap glibc's malloc arenas (``mallopt(M_ARENA_MAX)``); False where the C
     library is not glibc or the user set ``MALLOC_ARENA_MAX`` (theirs wins)."""
+    global _APPLIED
     if _LIBC is None or os.environ.get("MALLOC_ARENA_MAX"):
         return False
-    return bool(_LIBC.mallopt(_M_ARENA_MAX, int(arenas)))
+    if not _LIBC.mallopt(_M_ARENA_MAX, int(arenas)):
+        return False
+    _APPLIED = int(arenas)
+    return True
+
+
+def applied_arena_limit() -> int | None:
+    """The arena cap :func:`limit_malloc_arenas` set in this process, None if never."""
+    return _APPLIED
 
 
 def return_freed_memory() -> bool:

@@ -20,8 +20,11 @@ driven, because every new clique structure is a new compiled JAX program
 * memory stays bounded in a long-lived process: the JAX caches are cleared
   once the process holds too many memory maps, and after a fit that compiled
   (or a large one) the C heap hands freed memory back to the system
-  (:func:`~synth_core.heap.return_freed_memory`; the package also limits
-  glibc's malloc arenas, :mod:`synth_core.heap`).
+  (:func:`~synth_core.heap.return_freed_memory`; the first estimator a
+  process builds also limits glibc's malloc arenas, :mod:`synth_core.heap`);
+* every JAX computation here runs in float64, scoped by
+  :func:`synth_core.runtime.estimation` (importing this module changes no
+  JAX setting, see :mod:`synth_core.runtime`).
 """
 
 from __future__ import annotations
@@ -34,22 +37,22 @@ from dataclasses import dataclass
 from typing import Mapping, NamedTuple, Sequence
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
 
-jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_enable_compilation_cache", False)
+from .heap import return_freed_memory
+from .inference import ModelMarginals, calibrate
+from .runtime import estimation, prepare_process
 
-import jax.numpy as jnp  # noqa: E402
-import mbi  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from mbi import junction_tree  # noqa: E402
-from mbi.clique_vector import CliqueVector  # noqa: E402
-from mbi import marginal_oracles  # noqa: E402
-from mbi.estimation import minimum_variance_unbiased_total  # noqa: E402
-from mbi.marginal_loss import LinearMeasurement, from_linear_measurements  # noqa: E402
-
-from .heap import return_freed_memory  # noqa: E402
-from .inference import ModelMarginals, calibrate  # noqa: E402
+# mbi warns on import unless JAX is in float64 with no persistent compilation
+# cache: imported in the scope it always runs in
+with estimation():
+    import mbi
+    from mbi import junction_tree, marginal_oracles
+    from mbi.clique_vector import CliqueVector
+    from mbi.estimation import minimum_variance_unbiased_total
+    from mbi.marginal_loss import LinearMeasurement, from_linear_measurements
 
 Clique = tuple[str, ...]
 
@@ -322,7 +325,7 @@ class FittedModel:
         if self.mrf is None:  # uniform model: nothing measured
             rng = np.random.default_rng(seed)
             return pd.DataFrame({c: rng.integers(0, s, rows) for c, s in self.sizes.items()})
-        with _JAX_LOCK:  # mbi samples with NumPy's global generator
+        with _JAX_LOCK, estimation():  # mbi samples with NumPy's global generator
             saved = np.random.get_state()
             np.random.seed(seed % (2 ** 32))
             try:
@@ -335,6 +338,10 @@ class FittedModel:
 
 class PGMEstimator:
     """Fits Private-PGM models by mirror descent with warm starts.
+
+    Building one applies the process-wide settings a run needs
+    (:func:`synth_core.runtime.prepare_process`); every fit, total estimate
+    and sample computes in float64 (:func:`synth_core.runtime.estimation`).
 
     Args:
         sizes: column sizes (the domain), in schema order.
@@ -349,6 +356,7 @@ class PGMEstimator:
                  oracle: str = "auto"):
         if oracle not in ("auto", *ORACLES):
             raise ValueError(f"unknown oracle {oracle!r}; choose auto, {', '.join(ORACLES)}")
+        prepare_process()
         self.sizes = dict(sizes)
         self.domain = make_domain(self.sizes)
         self.max_iters = int(max_iters)
@@ -362,7 +370,8 @@ class PGMEstimator:
 
     def estimate_total(self, measurements: Sequence[FitMeasurement]) -> float:
         """Minimum-variance unbiased estimate of the number of records (unbounded DP)."""
-        return minimum_variance_unbiased_total(self._linear(measurements))
+        with estimation():
+            return minimum_variance_unbiased_total(self._linear(measurements))
 
     def _linear(self, measurements):
         return [LinearMeasurement(jnp.asarray(m.values, dtype=jnp.float64), tuple(m.clique),
@@ -375,6 +384,10 @@ class PGMEstimator:
         start = time.perf_counter()
         if not measurements:
             return self.uniform(total)
+        with estimation():
+            return self._fit(measurements, total, warm, max_iters, tol, start)
+
+    def _fit(self, measurements, total, warm, max_iters, tol, start) -> FittedModel:
         linear = self._linear(merge_repeated(measurements))
         loss_fn = from_linear_measurements(linear, self.domain)
         cliques = tuple(tuple(cl) for cl in loss_fn.cliques)

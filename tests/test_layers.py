@@ -17,7 +17,8 @@ module of synth_core, lowest layer first. A table passed to
      3 tables      tables (loading files, public rows, column checks), backends.encoding
      2 schema      schema (the domain: encoding and decoding values)
      1 counts      marginals, workload, privacy, model, evaluate
-     0 foundation  errors, version, heap, inference, charts, session_registry
+     0 foundation  errors, version, heap, runtime (process settings a run applies), inference,
+                   charts, session_registry
 
 A module may import modules of its own layer or of lower layers, never of a
 higher one, and the imports (module-level and inside functions alike) form
@@ -42,7 +43,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "synth_core"
 
 #: layer -> modules (names relative to synth_core; "" is the package itself)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("errors", "version", "heap", "inference", "charts", "session_registry"),
+    0: ("errors", "version", "heap", "runtime", "inference", "charts", "session_registry"),
     1: ("marginals", "workload", "privacy", "model", "evaluate"),
     2: ("schema",),
     3: ("tables", "backends.encoding"),

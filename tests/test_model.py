@@ -14,6 +14,7 @@ from synth_core.marginals import CodedTable
 from synth_core.heap import return_freed_memory
 from synth_core.model import (MAX_MEMORY_MAPS, FitMeasurement, PGMEstimator,
                               bound_compiled_programs, memory_maps)
+from synth_core.runtime import estimation
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +38,11 @@ def test_fit_recovers_exact_marginals_and_matches_mbi(coded):
     model = est.fit(meas, coded.n)
     for cl in cliques:  # exact, consistent measurements are matched
         assert np.abs(model.counts(cl) - coded.marginal(cl)).sum() / coded.n < 0.02
-    # every 3-way marginal from numpy equals mbi's own variable elimination
+    # every 3-way marginal from numpy equals mbi's own variable elimination (in float64)
     for q in itertools.combinations(coded.columns, 3):
         ours = model.counts(q)
-        theirs = np.asarray(model.mrf.project(q).datavector())
+        with estimation():
+            theirs = np.asarray(model.mrf.project(q).datavector())
         np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-7)
     assert est.compiles == 1
 
@@ -111,6 +113,11 @@ def test_model_size_equals_mbi_on_random_structures():
 
 def test_one_oracle_step_follows_mbi_mirror_descent(coded):
     """One oracle call per step (evaluate the proposed trial) gives mbi's iterates exactly."""
+    with estimation():  # float64, as in a fit
+        _one_oracle_step_follows_mbi_mirror_descent(coded)
+
+
+def _one_oracle_step_follows_mbi_mirror_descent(coded):
     import jax.numpy as jnp
     from mbi.clique_vector import CliqueVector
     from mbi.estimation import MirrorDescent
@@ -171,7 +178,8 @@ def test_implicit_and_hugin_oracles_fit_the_same_model(coded):
     # ...and one oracle call on the same potentials agrees to rounding
     from synth_core.model import ORACLES
     pot = models["hugin"].mrf.potentials
-    a, b = ORACLES["implicit"](pot, float(coded.n)), ORACLES["hugin"](pot, float(coded.n))
+    with estimation():
+        a, b = ORACLES["implicit"](pot, float(coded.n)), ORACLES["hugin"](pot, float(coded.n))
     for cl in pot.cliques:
         np.testing.assert_allclose(np.asarray(a[cl].values), np.asarray(b[cl].values),
                                    rtol=1e-9, atol=1e-9)
@@ -187,6 +195,11 @@ def test_repeated_measurements_merge_into_one_with_the_same_gradient(coded):
     """A clique measured twice is fitted as one inverse-variance weighted measurement:
     the loss's gradient and Lipschitz constant are unchanged, and the warm refit after
     a repeat reuses the compiled program."""
+    with estimation():  # float64, as in a fit
+        _repeated_measurements_merge(coded)
+
+
+def _repeated_measurements_merge(coded):
     import jax
     import jax.numpy as jnp
     import mbi
@@ -228,45 +241,3 @@ def test_repeated_measurements_merge_into_one_with_the_same_gradient(coded):
     again = est.fit(meas, coded.n, warm=first)
     assert est.compiles == 1 and again.cliques == first.cliques
 
-
-ARENA_PROBE = r"""
-import ctypes, sys, threading
-if sys.argv[1] == "synth_core":
-    import synth_core  # noqa: F401  (limits the arenas on import)
-libc = ctypes.CDLL("libc.so.6")
-barrier = threading.Barrier(7)
-keep = []
-def work():
-    keep.append(bytes(200_000))   # a malloc from this thread
-    barrier.wait()
-threads = [threading.Thread(target=work) for _ in range(6)]
-for t in threads: t.start()
-barrier.wait()
-libc.fopen.restype = ctypes.c_void_p
-fh = libc.fopen(sys.argv[2].encode(), b"w")
-libc.malloc_info(0, ctypes.c_void_p(fh))
-libc.fclose(ctypes.c_void_p(fh))
-for t in threads: t.join()
-"""
-
-
-@pytest.mark.parametrize("importing", ["synth_core", "nothing"])
-def test_importing_the_package_limits_the_malloc_arenas(importing, tmp_path):
-    """glibc gives each new thread its own arena (up to 8 per core) and each
-    arena keeps its free pages; the package caps them at MALLOC_ARENAS."""
-    import os
-    import re
-    import subprocess
-    import sys
-
-    from synth_core.heap import MALLOC_ARENAS
-
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
-    out = tmp_path / "malloc_info.xml"
-    subprocess.run([sys.executable, "-c", ARENA_PROBE, importing, str(out)], env=env,
-                   check=True, timeout=120)
-    heaps = len(re.findall(r"<heap nr=", out.read_text()))
-    if importing == "synth_core":
-        assert heaps <= MALLOC_ARENAS
-    else:   # the control: without the cap, six threads get arenas of their own
-        assert heaps > MALLOC_ARENAS

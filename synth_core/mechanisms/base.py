@@ -200,6 +200,8 @@ class Mechanism(ABC):
     #: (a fit also stops once converged, see PGMEstimator's ``tol``); the run's
     #: resolved configuration shows it for every mechanism
     fit_iters: ClassVar[int] = DEFAULT_FIT_ITERS
+    #: import names of optional packages the mechanism needs (an extra of the install)
+    requires: ClassVar[tuple[str, ...]] = ()
     #: the public-column side of a mechanism that takes public columns
     #: (:class:`~synth_core.conditional.ConditionalSetup`); ``None`` otherwise
     vertical: ConditionalSetup | None = None

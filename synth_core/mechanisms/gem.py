@@ -82,6 +82,7 @@ from .base import (BOUNDED, PUBLIC_COLUMNS_OPTION, QUERY_ANSWERS, REQUIRED, Capa
                    Option)
 from .query_release import (CountingQueries, QueryReleaseLoop, QueryReleaseMechanism,
                             measure_counting_query)
+from ..runtime import require_packages
 from .vertical import check_public_split, parse_public_columns
 
 #: GEM's share of each round's eps0 for selection (the seed papers' setting).
@@ -378,6 +379,8 @@ class GEM(QueryReleaseMechanism):
     weights_ema_beta = GEM_WEIGHTS_EMA_BETA
     pretrain = False
     pretrain_source = "public rows"
+    #: optional packages (the [gem] extra); missing: ConfigError when built or configured
+    requires = ("torch",)
 
     def __init__(self, rounds: int | None = None, alpha: float = GEM_ALPHA,
                  lr: float = GEM_LEARNING_RATE, inner_steps: int = GEM_INNER_STEPS,
@@ -388,6 +391,7 @@ class GEM(QueryReleaseMechanism):
                  pretrain_lr: float = GEM_PUB_PRETRAIN_LR,
                  inner_patience: int = GEM_INNER_PATIENCE,
                  max_model_size: float | None = None):
+        require_packages(self)
         self.T = GEM_DEFAULT_ROUNDS if rounds is None else int(rounds)
         if self.T < 1:
             raise ConfigError("GEM needs at least one round.")
