@@ -201,8 +201,8 @@ def sidebar(wb: Workbench) -> None:
         dataset_budget_line(wb)
         if wb.running:
             st.markdown(f":orange[**Running:** {wb.worker.label} (progress on the Run page)]")
-        if wb.comparing:
-            st.markdown(f":orange[**Comparing:** {wb.sweep.label} (progress on the Compare "
+        if wb.compare.running:
+            st.markdown(f":orange[**Comparing:** {wb.compare.worker.label} (progress on the Compare "
                         "page)]")
 
 

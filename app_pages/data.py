@@ -5,7 +5,8 @@ import streamlit as st
 
 from app_pages.budget_section import budget_section
 from app_pages.common import PAGES, attempt, flash, get_wb, need_data, show_error, show_flashes
-from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS
+from synth_core.api import list_samples
+from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS, data_roots
 from synth_core.errors import SynthError
 from synth_core.tables import MAX_INPUT_ENV, max_input_mb
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, describe_domain
@@ -48,7 +49,7 @@ with load_col.container(border=True):
             st.rerun()
 with sample_col.container(border=True):
     st.markdown("**Or pick a bundled sample**")
-    names = [p["name"] for p in wb.samples()]
+    names = [p["name"] for p in list_samples()]
     pick = st.selectbox("Sample", names, index=names.index("titanic") if "titanic" in names else 0,
                         key="sample_pick", label_visibility="collapsed")
     if st.button("Load sample", key="load_sample"):
@@ -64,7 +65,7 @@ with st.container(border=True):
                               placeholder="/data/census.parquet")
     disk_backend = p2.radio("Backend", list(DISK_BACKENDS), format_func=DISK_BACKENDS.get,
                             key="disk_backend")
-    st.caption(f"Allowed folders: {', '.join(f'`{r}`' for r in wb.data_roots())} (set "
+    st.caption(f"Allowed folders: {', '.join(f'`{r}`' for r in data_roots())} (set "
                f"`{DATA_ROOTS_ENV}`). With DuckDB the file is never loaded into memory: the "
                f"preview is its first {PREVIEW_ROWS} rows, and every count of every run is made "
                "by DuckDB; its domain must then come from a schema file or from public rows.")
@@ -86,7 +87,7 @@ st.subheader(f"Preview: {wb.data_name}")
 if wb.out_of_core:
     st.caption(f"{wb.n_rows:,} rows × {len(wb.data_columns)} columns (counted by DuckDB); the "
                f"first {len(wb.data):,} rows shown (read with LIMIT {PREVIEW_ROWS}). The file "
-               f"stays on disk: `{wb.disk.path}`.")
+               f"stays on disk: `{wb.source.path}`.")
 else:
     st.caption(f"{wb.n_rows:,} rows × {len(wb.data_columns)} columns; first 100 rows shown.")
 st.dataframe(wb.data[wb.data_columns].head(100), height=220)
@@ -145,7 +146,7 @@ with b1:
             flash(f"Schema '{schema_up.name}' declared.")
             st.rerun()
 with b2:
-    if wb.public_mode != "none":
+    if wb.public.kind != "none":
         if st.button("Read the domain off the public rows", key="schema_from_public",
                      help="A domain read off public rows costs no privacy."):
             if attempt(wb.infer_schema_from_public):

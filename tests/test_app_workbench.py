@@ -53,12 +53,12 @@ def finished():
 def test_load_sample_sets_everything(wb):
     assert wb.has_data and wb.data_name == "titanic:private"
     assert wb.schema.source == "declared"
-    assert wb.public_mode == "table" and len(wb.public_table) == 301
+    assert wb.public.kind == "table" and len(wb.public.rows.table) == 301
     assert wb.settings.mechanism == "jam-pgm"
     assert "301 rows" in wb.public_summary()
     w = Workbench()
     w.load_sample("titanic-full")
-    assert w.public_mode == "none" and w.settings.mechanism == "aim"
+    assert w.public.kind == "none" and w.settings.mechanism == "aim"
 
 
 def test_bad_sample_or_upload_keeps_what_was_loaded(wb):
@@ -69,7 +69,7 @@ def test_bad_sample_or_upload_keeps_what_was_loaded(wb):
         wb.load_upload("table.txt", b"a,b\n1,2\n")
     with pytest.raises(SynthError):
         wb.load_upload("broken.parquet", b"not parquet at all")
-    assert wb.data is before and wb.public_mode == "table"
+    assert wb.data is before and wb.public.kind == "table"
 
 
 def test_upload_infers_a_private_domain():
@@ -131,7 +131,7 @@ def test_public_flag_filter_and_table():
     with pytest.raises(DataError):
         w.set_public_flag("sex")                    # not true/false
     w.set_public_flag("is_public")
-    assert w.public_mode == "flag" and "is_public" not in w.schema.names
+    assert w.public.kind == "flag" and "is_public" not in w.schema.names
     n_pub = len(w.public_rows_frame())
     assert 0 < n_pub < 400 and f"{n_pub:,} rows flagged" in w.public_summary()
     kw = w.run_kwargs()
@@ -140,7 +140,7 @@ def test_public_flag_filter_and_table():
     assert inputs.data.public.n == n_pub and inputs.data.private.n == 400 - n_pub
 
     w.set_public_filter("sex", ["F"])
-    assert w.public_mode == "filter" and "public if sex in F" in w.data.columns
+    assert w.public.kind == "filter" and "public if sex in F" in w.data.columns
     assert w.data_columns == ["sex", "age", "edu", "is_public"]
     assert w.prepare().public_label == "rows of 'people.csv' flagged by column 'public if sex in F'"
     assert (w.public_rows_frame()["sex"] == "F").all()
@@ -148,15 +148,15 @@ def test_public_flag_filter_and_table():
         w.set_public_filter("sex", ["F", "M"])      # nothing private left
     with pytest.raises(DataError):
         w.set_public_filter("sex", [])
-    assert w.public_mode == "filter"                # unchanged by the errors
+    assert w.public.kind == "filter"                # unchanged by the errors
 
     w.clear_public_rows()
-    assert w.public_mode == "none" and list(w.data.columns) == ["sex", "age", "edu", "is_public"]
+    assert w.public.kind == "none" and list(w.data.columns) == ["sex", "age", "edu", "is_public"]
     assert "is_public" in w.schema.names            # the flag column is back in the schema
     with pytest.raises(DataError):
         w.set_public_table("pub.csv", b"sex,age,edu,is_public\nX,20,low,no\n")
     w.set_public_table("pub.csv", b"sex,age,edu,is_public\nF,20,low,no\nM,30,mid,yes\n")
-    assert w.public_mode == "table" and w.public_name == "pub.csv"
+    assert w.public.kind == "table" and w.public.rows.name == "pub.csv"
 
 
 def test_public_columns_and_unsupported_mechanism(wb):
@@ -165,7 +165,7 @@ def test_public_columns_and_unsupported_mechanism(wb):
     with pytest.raises(SchemaError):
         wb.set_public_columns(list(wb.schema.names))
     wb.set_public_columns(["sex"])
-    assert wb.public_columns == ("sex",)
+    assert wb.public.columns == ("sex",)
     assert not supports_public_columns("mwem-pgm") and not supports_public_columns("public-only")
     assert supports_public_columns("aim") and supports_public_columns("jam-pgm")
     wb.update_settings(**FAST)
@@ -421,4 +421,4 @@ def test_parquet_upload_and_public_table():
     pub = io.BytesIO()
     df.head(50).to_parquet(pub, index=False)
     w.set_public_table("pub.parquet", pub.getvalue())
-    assert w.public_mode == "table" and len(w.public_table) == 50
+    assert w.public.kind == "table" and len(w.public.rows.table) == 50
