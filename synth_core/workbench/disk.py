@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..budget import table_fingerprint
 from ..disk_table import DiskFile
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, SchemaError
 from ..schema import ColumnSpec, Schema, infer_schema
 from .public import PublicRowsChoice
 from .source import TableSource
@@ -84,7 +84,14 @@ class DuckDBSource(TableSource):
             table.n
 
     def check_fits(self, schema: Schema, rows: PublicRowsChoice) -> None:
-        """The public table first (in memory), then the file (one DuckDB pass)."""
+        """The public table first (in memory), then the file (one DuckDB pass).
+        A domain may not declare the column that flags the public rows (the
+        file holds it, so DuckDB alone would not notice)."""
+        flag = rows.flag_column
+        if flag and flag in schema.names:
+            raise SchemaError(f"the schema declares '{flag}', the column that flags the public "
+                              "rows.", hint="Remove it from the schema, or remove the public "
+                                            "rows first.", column=flag)
         rows.check_fits(schema)
         self._check_file_fits(schema)
 

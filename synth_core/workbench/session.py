@@ -250,11 +250,6 @@ class Workbench:
         """Declare the domain with a schema JSON file (checked against the tables)."""
         self._require_table()
         schema = parse_schema_upload(filename, content)
-        flag = self.public.rows.flag_column
-        if flag and flag in schema.names:
-            raise SchemaError(f"the schema declares '{flag}', the column that flags the public "
-                              "rows.", hint="Remove it from the schema, or remove the public "
-                                            "rows first.", column=flag)
         self._check_schema_fits(schema)
         self._set_domain(schema, inferred=False)
 
