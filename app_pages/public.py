@@ -29,7 +29,8 @@ if mode == "none":
             st.rerun()
 elif mode == "table":
     if wb.public.kind == "table":
-        st.caption(f"Current public table: {wb.public.rows.name}, {len(wb.public.rows.table):,} rows.")
+        table = wb.public.rows
+        st.caption(f"Current public table: {table.name}, {len(table.table):,} rows.")
     up = st.file_uploader("Public table (same columns as the data)",
                           type=["csv", "gz", "parquet", "pq"], key="upload_public")
     if up is not None and st.session_state.get("_loaded_public") != (up.name, up.size):
@@ -43,7 +44,8 @@ elif mode == "flag":
         st.warning("The loaded table has no column that holds only true/false (yes/no, 1/0) "
                    "values. Use a filter instead, or upload a public table.")
     else:
-        current = flags.index(wb.public.rows.flag_column) if wb.public.rows.flag_column in flags else 0
+        current_flag = wb.public.rows.flag_column
+        current = flags.index(current_flag) if current_flag in flags else 0
         flag = st.selectbox("Rows where this column is true are public", flags, index=current,
                             key="public_flag")
         if st.button("Use this column", key="apply_flag"):

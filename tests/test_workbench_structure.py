@@ -179,8 +179,8 @@ def _contract(protocol) -> set[str]:
     for cls in protocol.__mro__:
         if cls.__module__.startswith(PACKAGE):
             names |= set(getattr(cls, "__annotations__", {}))
-            names |= {n for n, v in vars(cls).items()
-                      if not n.startswith("_") and (inspect.isfunction(v) or isinstance(v, property))}
+            names |= {n for n, v in vars(cls).items() if not n.startswith("_")
+                      and (inspect.isfunction(v) or isinstance(v, property))}
     return names
 
 

@@ -30,6 +30,7 @@ from ..mechanisms import MECHANISMS, accepts_option
 from ..privacy import rho_from_epsilon_delta
 from ..runner import SweepWorker
 from ..workload import parse_workload
+from .background import BackgroundService
 from .budget import BudgetService
 from .catalog import RunSettings
 
@@ -100,24 +101,16 @@ class CompareSetup:
                      name=f"compare {self.dataset.name}")
 
 
-class CompareService:
+class CompareService(BackgroundService):
     """The session's comparison: the sweep in progress and what comparisons spent."""
 
     def __init__(self, budget: BudgetService):
+        super().__init__()
         self.budget = budget
-        self.worker: SweepWorker | None = None
         #: budget the comparison runs of this session spent (rho)
         self.rho = 0.0
         #: comparison runs that ended in this session
         self.runs = 0
-
-    @property
-    def running(self) -> bool:
-        return self.worker is not None and not self.worker.done
-
-    def stop(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
 
     @staticmethod
     def results(setup: CompareSetup) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -404,8 +404,9 @@ class Workbench:
     def set_public_filter(self, column: str, values: Sequence) -> None:
         """Rows whose ``column`` value is in ``values`` are public."""
         self._require_table()
+        values = tuple(values)
         mask = self.source.filter_mask(column, values)
-        rows = FilteredRows(column, tuple(values))
+        rows = FilteredRows(column, values)
         self._clear_rows()
         self.source.add_flag(rows.flag_column, mask)
         self.public = self.public.with_rows(rows)
@@ -623,7 +624,8 @@ class Workbench:
 
     def reproduce_command(self, s: RunSettings | None = None) -> str:
         """A ``synth run`` command (with comments) that repeats a run with these
-        settings on the session's table (see :func:`~synth_core.workbench.command.reproduce_command`)."""
+        settings on the session's table (see
+        :func:`~synth_core.workbench.command.reproduce_command`)."""
         s = s or self.settings
         self.require_data()
         public, public_notes = self.public.cli(self._sample_public_name(), self.data_columns)

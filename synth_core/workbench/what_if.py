@@ -26,6 +26,7 @@ from ..report import check_release
 from ..runner import FAILED, FINISHED, SweepWorker
 from ..whatif import (NOTHING_SPENT, STANDINS, PublicBasis, WhatIfCurve, build_curve,
                       predict_point, run_config)
+from .background import BackgroundService
 from .catalog import RunSettings
 
 #: rows assumed by default when nothing public says how many there are (unbounded DP)
@@ -89,25 +90,17 @@ class WhatIfRequest:
     keys: dict
 
 
-class WhatIfService:
+class WhatIfService(BackgroundService):
     """Predicted curves of a session: the preview in progress, the cache, and the
     log of curves made per table (for the release report)."""
 
     def __init__(self):
-        self.worker: SweepWorker | None = None
+        super().__init__()
         self.request: WhatIfRequest | None = None
         self._cache: dict[str, WhatIfCurve] = {}
         self._failed: dict[str, WhatIfCurve] = {}    # shown, not cached: may be retried
         self._log: list[tuple[float, int, WhatIfCurve]] = []   # (time, table, curve)
         self._lock = threading.Lock()
-
-    @property
-    def running(self) -> bool:
-        return self.worker is not None and not self.worker.done
-
-    def stop(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
 
     def check_idle(self) -> None:
         """ConfigError while a preview is running."""
