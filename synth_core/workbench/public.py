@@ -61,6 +61,7 @@ class NoPublicRows:
     """No public rows."""
 
     kind: ClassVar[str] = "none"
+    has_rows: ClassVar[bool] = False
     #: the column of the private table that marks public rows (none here)
     flag_column: ClassVar[str | None] = None
 
@@ -88,6 +89,7 @@ class PublicTable:
     name: str
     table: pd.DataFrame = field(repr=False)
     kind: ClassVar[str] = "table"
+    has_rows: ClassVar[bool] = True
     flag_column: ClassVar[str | None] = None
 
     def summary(self, source: FlaggedRowsReader) -> str:
@@ -116,6 +118,7 @@ class FlaggedRows:
 
     column: str
     kind: ClassVar[str] = "flag"
+    has_rows: ClassVar[bool] = True
 
     @property
     def flag_column(self) -> str:
@@ -144,6 +147,7 @@ class FilteredRows:
     column: str
     values: tuple
     kind: ClassVar[str] = "filter"
+    has_rows: ClassVar[bool] = True
 
     @property
     def flag_column(self) -> str:
@@ -190,7 +194,7 @@ class PublicChoice:
 
     @property
     def has_rows(self) -> bool:
-        return not isinstance(self.rows, NoPublicRows)
+        return self.rows.has_rows
 
     @property
     def splits_private(self) -> bool:

@@ -15,7 +15,8 @@ from ..api import RunResult
 from ..errors import ConfigError
 from ..report import check_release, write_table
 from ..runner import FINISHED
-from .catalog import RunSettings
+from ..schema import Schema
+from .catalog import RunSettings, planned_rounds
 
 
 @dataclass
@@ -48,6 +49,35 @@ class PendingRun:
     settings: RunSettings
     reproduce: str
     data_name: str
+
+
+def estimate_seconds(s: RunSettings, schema: Schema, n_rows: int, data_name: str | None,
+                     runs: list[FinishedRun]) -> tuple[float, str]:
+    """A rough run-time estimate (seconds) of a run with settings ``s`` on a
+    table of ``n_rows`` rows, and how it was made: scaled from the latest
+    finished run of the same mechanism on the same table (seconds per round,
+    times the ratio of per-round fit iterations, at least 0.3), else from the
+    table's size (calibrated below)."""
+    rounds = planned_rounds(s)
+    if s.mechanism == "public-only":
+        return 1.0, "no rounds: the public table is rescaled"
+    how = "rough guess from the table size"
+    if rounds is None:
+        rounds = 3 * len(schema.names)
+        how += f"; the number of rounds adapts (guessed {rounds})"
+    for run in reversed(runs):
+        if run.ok and run.data_name == data_name and run.settings.mechanism == s.mechanism:
+            n_ev = max(1, len([e for e in run.events if e.round > 0]))
+            scale = s.round_fit_iters / max(1, run.settings.round_fit_iters)
+            per_round = run.seconds / n_ev * max(0.3, scale)
+            return max(1.0, per_round * rounds), f"scaled from run {run.number} in this session"
+    # calibrated on this machine (2 cores): JAM-PGM on Titanic at the paper defaults
+    # spends ~2.5 s per round (100 fit iterations) and ~9 s in the final fit
+    cells = sum(schema.sizes.values())
+    size = (1 + cells / 500) * (1 + n_rows / 2e5)
+    per_round = 0.3 + s.round_fit_iters * 0.025 * size
+    final = s.final_fit_iters * 0.009 * size
+    return 3.0 + rounds * per_round + final, how
 
 
 def frame_bytes(df: pd.DataFrame, name: str) -> bytes:

@@ -50,7 +50,7 @@ from .compare import CompareService, CompareSetup, compare_key
 from .disk import DuckDBSource
 from .memory import MemoryTable
 from .public import FilteredRows, FlaggedRows, NoPublicRows, PublicChoice, PublicTable
-from .runs import FinishedRun, PendingRun, release_files
+from .runs import FinishedRun, PendingRun, estimate_seconds, release_files
 from .schema_edit import build_spec, schema_table
 from .source import TableSource
 from .uploads import parse_schema_upload, read_upload
@@ -491,29 +491,9 @@ class Workbench:
 
     def estimate_seconds(self, s: RunSettings | None = None) -> tuple[float, str]:
         """A rough run-time estimate (seconds) and how it was made."""
-        s = s or self.settings
         self.require_data()
-        rounds = planned_rounds(s)
-        if s.mechanism == "public-only":
-            return 1.0, "no rounds: the public table is rescaled"
-        how = "rough guess from the table size"
-        if rounds is None:
-            rounds = 3 * len(self.schema.names)
-            how += f"; the number of rounds adapts (guessed {rounds})"
-        for run in reversed(self.runs):
-            if run.ok and run.data_name == self.data_name and run.settings.mechanism == s.mechanism:
-                n_ev = max(1, len([e for e in run.events if e.round > 0]))
-                scale = s.round_fit_iters / max(1, run.settings.round_fit_iters)
-                per_round = run.seconds / n_ev * max(0.3, scale)
-                return max(1.0, per_round * rounds), f"scaled from run {run.number} in this session"
-        # calibrated on this machine (2 cores): JAM-PGM on Titanic at the paper defaults
-        # spends ~2.5 s per round (100 fit iterations) and ~9 s in the final fit
-        n = self.n_rows
-        cells = sum(self.schema.sizes.values())
-        size = (1 + cells / 500) * (1 + n / 2e5)
-        per_round = 0.3 + s.round_fit_iters * 0.025 * size
-        final = s.final_fit_iters * 0.009 * size
-        return 3.0 + rounds * per_round + final, how
+        return estimate_seconds(s or self.settings, self.schema, self.n_rows, self.data_name,
+                                self.runs)
 
     # ---------------------------------------------------------------- budget
 
