@@ -88,11 +88,11 @@ def reset_stale_widgets(wb: Workbench) -> None:
         for key in DATA_KEYS:
             st.session_state.pop(key, None)
         st.session_state["_data_token"] = token
-    if st.session_state.get("_schema_token") != wb.schema_version:
+    if st.session_state.get("_schema_token") != wb.domain.version:
         for key in [k for k in st.session_state if isinstance(k, str)
                     and k.startswith(EDITOR_PREFIXES)]:
             st.session_state.pop(key, None)
-        st.session_state["_schema_token"] = wb.schema_version
+        st.session_state["_schema_token"] = wb.domain.version
 
 
 def error_text(exc: Exception) -> str:

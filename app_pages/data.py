@@ -153,17 +153,17 @@ with b2:
                 flash("The domain now comes from the public rows.")
                 st.rerun()
 with b3:
-    st.download_button("Download schema.json", wb.schema_json(), file_name="schema.json",
+    st.download_button("Download schema.json", wb.domain.json_bytes(), file_name="schema.json",
                        mime="application/json", key="dl_schema")
 
-st.dataframe(wb.schema_table(), hide_index=True)
-if wb.left_out:
+st.dataframe(wb.domain.table(), hide_index=True)
+if wb.domain.left_out:
     st.warning("Not in the schema (and so not in the synthetic data): " + "; ".join(
-        f"**{c}** ({why})" for c, why in wb.left_out), icon=":material/visibility_off:")
+        f"**{c}** ({why})" for c, why in wb.domain.left_out), icon=":material/visibility_off:")
 
 st.markdown("**Edit a column**")
 col = st.selectbox("Column", list(wb.schema.names), key="edit_column")
-spec = wb.column_spec(col)
+spec = wb.schema.column(col)
 with st.form(f"edit_{col}", border=True):
     kind = st.radio("Kind", ["categorical", "numeric"], horizontal=True,
                     index=0 if spec.kind == "categorical" else 1, key=f"kind_{col}")
@@ -186,15 +186,15 @@ if applied:
         flash(f"Column '{col}' updated.")
         st.rerun()
     except SynthError:
-        pass  # recorded in wb.schema_errors, shown next to the column below
+        pass  # recorded in wb.domain.errors, shown next to the column below
     except Exception as exc:  # noqa: BLE001
         show_error(exc)
 if st.button(f"Leave '{col}' out of the schema", key="drop_column"):
     if attempt(wb.drop_column, col):
         flash(f"Column '{col}' left out of the schema.")
         st.rerun()
-if col in wb.schema_errors:
-    st.error(wb.schema_errors[col], icon=":material/error:")
+if col in wb.domain.errors:
+    st.error(wb.domain.errors[col], icon=":material/error:")
     st.caption("The schema was not changed.")
 
 budget_section(wb)

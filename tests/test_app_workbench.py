@@ -79,7 +79,7 @@ def test_upload_infers_a_private_domain():
     assert w.schema.source == "private"
     assert set(w.schema.names) == {"sex", "age", "edu", "is_public"}
     assert w.settings.mechanism == "aim"
-    table = w.schema_table()
+    table = w.domain.table()
     assert list(table["column"]) == list(w.schema.names)
 
 
@@ -88,20 +88,20 @@ def test_schema_edit_validation_names_the_column(wb):
     with pytest.raises(SchemaError) as exc:
         wb.update_column("age", kind="numeric", lower=50, upper=10, bins=4, missing=True)
     assert exc.value.column == "age"
-    assert "age" in wb.schema_errors and "lower" in wb.schema_errors["age"]
+    assert "age" in wb.domain.errors and "lower" in wb.domain.errors["age"]
     assert wb.schema is schema                      # unchanged
     with pytest.raises(DataError) as exc:           # the data do not fit the new bounds
         wb.update_column("age", kind="numeric", lower=0, upper=10, bins=4, missing=True)
     assert exc.value.column == "age" and "outside the bounds" in exc.value.message
     with pytest.raises(DataError):                  # a category is missing
         wb.update_column("sex", kind="categorical", categories="female")
-    assert "sex" in wb.schema_errors
+    assert "sex" in wb.domain.errors
     wb.update_column("age", kind="numeric", lower=0, upper=80, bins=8, missing=True)
-    assert wb.schema.column("age").bins == 8 and wb.schema_edited
-    assert "age" not in wb.schema_errors
+    assert wb.schema.column("age").bins == 8 and wb.domain.edited
+    assert "age" not in wb.domain.errors
     wb.update_column("sex", kind="categorical", categories="female, male")
     assert wb.schema.column("sex").categories == ("female", "male")
-    assert json.loads(wb.schema_json())["columns"][3]["bins"] == 8
+    assert json.loads(wb.domain.json_bytes())["columns"][3]["bins"] == 8
 
 
 def test_schema_file_declares_the_domain():
@@ -399,8 +399,8 @@ def test_upload_leaves_out_columns_without_a_domain_and_drop_column():
     w = Workbench()
     w.load_upload("names.csv", df.to_csv(index=False).encode())
     assert w.schema.names == ("sex", "edu")
-    assert [c for c, _ in w.left_out] == ["name", "empty"]
-    assert "distinct values" in w.left_out[0][1]
+    assert [c for c, _ in w.domain.left_out] == ["name", "empty"]
+    assert "distinct values" in w.domain.left_out[0][1]
     w.drop_column("edu")
     assert w.schema.names == ("sex",)
     with pytest.raises(SchemaError):

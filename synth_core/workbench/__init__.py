@@ -10,8 +10,8 @@ Modules, one per concept:
   and budget-account services;
 * :mod:`.runs`, :mod:`.command`: finished runs, release files and the
   reproduce command;
-* :mod:`.catalog`, :mod:`.uploads`, :mod:`.schema_edit`: what the pages offer,
-  reading uploads, editing a domain.
+* :mod:`.domain`: the schema in use, how it was made, its editing;
+* :mod:`.catalog`, :mod:`.uploads`: what the pages offer, reading uploads.
 """
 
 from .catalog import (DELTA_GRID, DOMAIN_SOURCE_TEXT, EPSILON_GRID, RunSettings, describe_domain,

@@ -22,7 +22,6 @@ here for display but never enter a release (:func:`~synth_core.workbench.runs.re
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
@@ -33,13 +32,13 @@ import pandas as pd
 from ..api import Synthesizer, list_samples, load_sample, prepare_inputs
 from ..backends import CountingBackend
 from ..disk_table import check_backend, load_file_frame, resolve_data_path
-from ..errors import ConfigError, DataError, SchemaError, SynthError
+from ..errors import ConfigError, DataError, SynthError
 from ..evaluate import per_marginal_errors
 from ..experiments import DatasetSpec
 from ..mechanisms import MECHANISMS, make_mechanism
 from ..privacy import Neighbours, cdp_epsilon, rho_from_epsilon_delta
 from ..runner import RunWorker
-from ..schema import ColumnSpec, Schema, infer_schema
+from ..schema import Schema, infer_schema
 from ..tables import PublicInfo
 from ..whatif import PublicBasis
 from ..workload import Workload, parse_workload
@@ -51,7 +50,7 @@ from .disk import DuckDBSource
 from .memory import MemoryTable
 from .public import FilteredRows, FlaggedRows, NoPublicRows, PublicChoice, PublicTable
 from .runs import FinishedRun, PendingRun, estimate_seconds, release_files
-from .schema_edit import build_spec, schema_table
+from .domain import Domain
 from .source import TableSource
 from .uploads import parse_schema_upload, read_upload
 from .what_if import (DEFAULT_ASSUMED_N, WhatIfRequest, WhatIfService, check_choice,
@@ -67,7 +66,8 @@ class Workbench:
 
     * parts and state: ``source``, ``public`` (a PublicChoice: ``public.kind``,
       ``public.columns``, ``public.rows``), ``settings``, ``schema``,
-      ``schema_version``, ``schema_errors``, ``left_out``, ``target``,
+      ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
+      ``domain.table()``, ``domain.json_bytes()``), ``target``,
       ``loads``, ``messages``, ``runs``, ``worker``, ``compare``
       (``compare.worker``, ``compare.running``, ``compare.runs``,
       ``compare.stop()``), ``whatif`` (``whatif.worker``, ``whatif.running``,
@@ -76,8 +76,7 @@ class Workbench:
       ``has_data``, ``needs_domain``, ``out_of_core``, ``load_sample``,
       ``load_upload``, ``load_disk``;
     * the domain: ``load_schema_file``, ``infer_schema_from_public``,
-      ``schema_table``, ``schema_json``, ``column_spec``, ``update_column``,
-      ``drop_column``;
+      ``update_column``, ``drop_column``;
     * public information: ``public_summary``, ``set_public_table``,
       ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
       ``set_public_columns``, ``clear_public_rows``, ``public_proxy_errors``,
@@ -98,16 +97,10 @@ class Workbench:
 
     def __init__(self):
         self.loads = 0                   # tables loaded so far (a new table resets the pages)
-        self.schema_version = 0          # bumped whenever the schema changes
-        self._schema: Schema | None = None
+        self.domain = Domain()
         self.source: TableSource | None = None
         self.sample_title: str | None = None
         self.target: str | None = None
-        self.schema_edited = False       # the user changed the schema in the editor
-        self.schema_inferred = False     # the schema was read off data (not declared)
-        self.sample_schema: Schema | None = None
-        self.schema_errors: dict[str, str] = {}
-        self.left_out: list[tuple[str, str]] = []   # (column, why) not in the inferred schema
         self.public = PublicChoice()
         self.settings = RunSettings()
         self.budget = BudgetService()
@@ -123,12 +116,8 @@ class Workbench:
 
     @property
     def schema(self) -> Schema | None:
-        return self._schema
-
-    @schema.setter
-    def schema(self, value: Schema | None) -> None:
-        self._schema = value
-        self.schema_version += 1
+        """The domain in use (``domain`` says how it was made)."""
+        return self.domain.schema
 
     @property
     def data(self) -> pd.DataFrame | None:
@@ -180,9 +169,7 @@ class Workbench:
         self._use_source(MemoryTable(sample.private, f"{name}:private", sample=name))
         self.sample_title = sample.title
         self.target = sample.target if sample.target in sample.schema.names else None
-        self.schema = sample.schema
-        self.sample_schema = sample.schema
-        self.schema_inferred = False
+        self.domain.reset(sample.schema, inferred=False, sample_schema=sample.schema)
         if sample.public is not None:
             self.public = PublicChoice(PublicTable(sample.public_name, sample.public))
         preferred = "jam-pgm" if sample.public is not None else "aim"
@@ -220,26 +207,21 @@ class Workbench:
                 else:
                     raise
         self._use_source(MemoryTable(df, filename, path=path))
-        self.left_out = dropped
-        self._use_own_table(schema, inferred=True)
+        self._use_own_table(schema, inferred=True, left_out=dropped)
 
     def _use_source(self, source: TableSource) -> None:
         """A new table: the pages reset, nothing public yet."""
         self.loads += 1
-        self.left_out = []
         self.source = source
         self.sample_title = None
-        self.schema_edited = False
-        self.schema_errors = {}
         self.public = PublicChoice()
         self._proxy_cache.clear()
 
-    def _use_own_table(self, schema: Schema | None, *, inferred: bool) -> None:
+    def _use_own_table(self, schema: Schema | None, *, inferred: bool,
+                       left_out: Sequence[tuple[str, str]] = ()) -> None:
         """After loading the user's own table (not a sample): its schema (None: not
         declared yet), no target, the all-3-way workload and AIM (no public rows yet)."""
-        self.schema = schema
-        self.sample_schema = None
-        self.schema_inferred = inferred
+        self.domain.reset(schema, inferred=inferred, left_out=left_out)
         self.target = None
         self.settings = replace(self.settings, workload="all-3way",
                                 mechanism="aim" if "aim" in MECHANISMS else self.settings.mechanism)
@@ -251,13 +233,7 @@ class Workbench:
         self._require_table()
         schema = parse_schema_upload(filename, content)
         self._check_schema_fits(schema)
-        self._set_domain(schema, inferred=False)
-
-    def _set_domain(self, schema: Schema, *, inferred: bool) -> None:
-        self.schema = schema
-        self.schema_inferred = inferred
-        self.schema_edited = False
-        self.schema_errors = {}
+        self.domain.use(schema, inferred=False)
         self._proxy_cache.clear()
 
     def _check_schema_fits(self, schema: Schema, only: str | None = None) -> None:
@@ -274,53 +250,25 @@ class Workbench:
                               hint="Add public rows on the Public information page first.")
         schema = self.source.domain_from_public(pub, self.schema, self.public.rows,
                                                 "the public rows")
-        self._set_domain(schema, inferred=True)
-
-    def schema_table(self) -> pd.DataFrame:
-        """One row per schema column: kind, size and domain summary."""
-        self.require_data()
-        return schema_table(self.schema, self.schema_errors)
-
-    def schema_json(self) -> bytes:
-        self.require_data()
-        return (json.dumps(self.schema.to_json(), indent=2) + "\n").encode("utf-8")
-
-    def column_spec(self, name: str) -> ColumnSpec:
-        self.require_data()
-        return self.schema.column(name)
+        self.domain.use(schema, inferred=True)
+        self._proxy_cache.clear()
 
     def update_column(self, name: str, *, kind: str, categories: str | Sequence | None = None,
                       lower=None, upper=None, bins=None, missing: bool = False) -> None:
-        """Replace one column's domain. Raises SchemaError/DataError naming the
-        column (and records the message in ``schema_errors``) if the new spec is
-        invalid or the loaded data do not fit it; the schema is then unchanged."""
+        """Replace one column's domain (see :meth:`Domain.edit_column`), checked
+        against the loaded tables; unchanged on error."""
         self.require_data()
-        try:
-            spec = build_spec(self.schema, self.data, name, kind, categories, lower, upper,
-                              bins, missing)
-            columns = tuple(spec if c.name == name else c for c in self.schema.columns)
-            schema = Schema(columns, source=self.schema.source)
-            self._check_schema_fits(schema, only=name)
-        except SynthError as exc:
-            self.schema_errors[name] = str(exc)
-            raise
-        self.schema_errors.pop(name, None)
-        self.schema = schema
-        self.schema_edited = True
+        self.domain.edit_column(name, self.data, self._check_schema_fits, kind=kind,
+                                categories=categories, lower=lower, upper=upper, bins=bins,
+                                missing=missing)
         self._proxy_cache.clear()
 
     def drop_column(self, name: str) -> None:
         """Leave a column out of the schema (and so out of the synthetic data)."""
         self.require_data()
-        self.schema.column(name)
-        keep = [n for n in self.schema.names if n != name]
-        if not keep:
-            raise SchemaError("the schema needs at least one column.", column=name)
-        self.schema = self.schema.project(keep)
-        self.schema_errors.pop(name, None)
+        self.domain.drop_column(name)
         self.public = replace(self.public, columns=tuple(c for c in self.public.columns
                                                          if c != name))
-        self.left_out = [x for x in self.left_out if x[0] != name] + [(name, "left out by you")]
         self._proxy_cache.clear()
 
     # ---------------------------------------------------------------- public information
@@ -359,8 +307,8 @@ class Workbench:
         cols = {c.name: c for c in self.schema.columns}
         cols[flag] = spec
         # the column's domain was read off the private table
-        self.schema = Schema(tuple(cols[n] for n in self.data_columns if n in cols),
-                             source="private")
+        self.domain.replace(Schema(tuple(cols[n] for n in self.data_columns if n in cols),
+                                   source="private"))
 
     def set_public_table(self, filename: str, content: bytes) -> None:
         """Use an uploaded table as the public rows (checked against the schema;
@@ -376,8 +324,7 @@ class Workbench:
             self.schema.check_fits(df, label, role="public table")
         self._clear_rows()
         if schema is not None:
-            self.schema = schema
-            self.schema_inferred = True
+            self.domain.replace(schema, inferred=True)
         self.public = self.public.with_rows(PublicTable(label, df))
 
     def flag_candidates(self) -> list[str]:
@@ -389,7 +336,7 @@ class Workbench:
         Without a domain yet, it is read off the flagged rows (they are public)."""
         self._require_table()
         self.source.check_flag(column)
-        schema, inferred = self.schema, self.schema_inferred
+        schema, inferred = self.schema, self.domain.inferred
         if schema is None:
             schema = self.source.domain_from_public(self.source.public_rows(column), None,
                                                     self.public.rows,
@@ -397,8 +344,7 @@ class Workbench:
             inferred = True
         schema = schema.without_flag(column)
         self._clear_rows()
-        self.schema = schema
-        self.schema_inferred = inferred
+        self.domain.replace(schema, inferred=inferred)
         self.public = self.public.with_rows(FlaggedRows(column), schema)
 
     def set_public_filter(self, column: str, values: Sequence) -> None:
@@ -620,12 +566,8 @@ class Workbench:
         """``--schema schema.json`` and its notes, unless the CLI finds the same
         domain itself: a bundled sample's declared schema, or (without
         ``--schema``) the domain read off the public rows, else the private table."""
-        declared_sample = (self.source.sample and not self.schema_edited
-                           and self.schema is self.sample_schema)
         cli_source = "public" if self.public.has_rows else "private"
-        cli_infers_same = (self.schema_inferred and not self.schema_edited
-                           and self.schema.source == cli_source)
-        if declared_sample or cli_infers_same:
+        if self.domain.is_sample_schema or self.domain.read_unedited_from(cli_source):
             return (), ()
         notes = ["schema.json: download it from the Release page"]
         if self.schema.source != "declared":
