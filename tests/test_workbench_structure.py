@@ -204,3 +204,28 @@ def test_both_table_sources_fulfil_the_contract(name):
             want = list(inspect.signature(vars(promised)[member]).parameters)
             got = list(inspect.signature(getattr(cls, member)).parameters)
             assert got == want, f"{name}.{member}{got} differs from the contract {want}"
+
+
+def test_the_workbench_docstring_lists_the_surface_the_pages_call():
+    """Every ``wb.NAME`` (and ``wb.PART.NAME``) the pages use is written down in
+    the Workbench docstring, and every public member of Workbench is either in
+    it or nowhere (no surface kept by accident)."""
+    import re
+
+    from synth_core.workbench import Workbench
+    doc = Workbench.__doc__
+    documented = set(re.findall(r"``([a-z_][a-z_.]*)(?:\(\))?``", doc))
+    used = set()
+    for page in [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]:
+        for match in re.finditer(r"\bwb\.([a-z_]+)(?:\.([a-z_]+))?", page.read_text()):
+            first, second = match.groups()
+            part = f"{first}.{second}"
+            used.add(part if first in {"public", "domain", "compare", "whatif"} and second
+                     else first)
+    missing = sorted(n for n in used if n not in documented)
+    assert not missing, f"pages call {missing}, not in the Workbench docstring"
+    members = {m for m in dir(Workbench) if not m.startswith("_")}
+    fields = set(vars(Workbench()))
+    undocumented = sorted(m for m in members | {f for f in fields if not f.startswith("_")}
+                          if m not in documented)
+    assert not undocumented, f"Workbench members outside its documented surface: {undocumented}"

@@ -71,7 +71,8 @@ class Workbench:
       ``loads``, ``messages``, ``runs``, ``worker``, ``compare``
       (``compare.worker``, ``compare.running``, ``compare.runs``,
       ``compare.stop()``), ``whatif`` (``whatif.worker``, ``whatif.running``,
-      ``whatif.curves()``, ``whatif.stop()``);
+      ``whatif.curves()``, ``whatif.stop()``), ``budget`` (the tables' budget
+      accounts, reached through the budget methods below);
     * the table: ``data``, ``data_name``, ``data_columns``, ``n_rows``,
       ``has_data``, ``needs_domain``, ``out_of_core``, ``load_sample``,
       ``load_upload``, ``load_disk``;
@@ -90,16 +91,15 @@ class Workbench:
       ``compare_store``;
     * what-if: ``what_if_standins``, ``what_if_needs_assumed_n``, ``start_what_if``.
 
-    Also used by the CLI-facing tests and the session registry:
+    Public beyond the pages (the release's ``reproduce.sh``, the tests):
     ``reproduce_command``, ``run_kwargs``, ``prepare``, ``public_rows_frame``,
-    ``session_rho_spent``, ``validate_settings``.
+    ``session_rho_spent``, ``validate_settings``, ``require_data``.
     """
 
     def __init__(self):
         self.loads = 0                   # tables loaded so far (a new table resets the pages)
         self.domain = Domain()
         self.source: TableSource | None = None
-        self.sample_title: str | None = None
         self.target: str | None = None
         self.public = PublicChoice()
         self.settings = RunSettings()
@@ -167,7 +167,6 @@ class Workbench:
         """Load a bundled sample: its private table, public table and declared schema."""
         sample = load_sample(name)
         self._use_source(MemoryTable(sample.private, f"{name}:private", sample=name))
-        self.sample_title = sample.title
         self.target = sample.target if sample.target in sample.schema.names else None
         self.domain.reset(sample.schema, inferred=False, sample_schema=sample.schema)
         if sample.public is not None:
@@ -213,7 +212,6 @@ class Workbench:
         """A new table: the pages reset, nothing public yet."""
         self.loads += 1
         self.source = source
-        self.sample_title = None
         self.public = PublicChoice()
         self._proxy_cache.clear()
 
