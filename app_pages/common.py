@@ -88,11 +88,11 @@ def reset_stale_widgets(wb: Workbench) -> None:
         for key in DATA_KEYS:
             st.session_state.pop(key, None)
         st.session_state["_data_token"] = token
-    if st.session_state.get("_schema_token") != wb.schema_version:
+    if st.session_state.get("_schema_token") != wb.domain.version:
         for key in [k for k in st.session_state if isinstance(k, str)
                     and k.startswith(EDITOR_PREFIXES)]:
             st.session_state.pop(key, None)
-        st.session_state["_schema_token"] = wb.schema_version
+        st.session_state["_schema_token"] = wb.domain.version
 
 
 def error_text(exc: Exception) -> str:
@@ -201,8 +201,8 @@ def sidebar(wb: Workbench) -> None:
         dataset_budget_line(wb)
         if wb.running:
             st.markdown(f":orange[**Running:** {wb.worker.label} (progress on the Run page)]")
-        if wb.comparing:
-            st.markdown(f":orange[**Comparing:** {wb.sweep.label} (progress on the Compare "
+        if wb.compare.running:
+            st.markdown(f":orange[**Comparing:** {wb.compare.worker.label} (progress on the Compare "
                         "page)]")
 
 

@@ -28,7 +28,7 @@ st.warning("Every comparison run uses the private data and spends its own privac
            "**curator-only**: for choosing settings, not for release.", icon=":material/warning:")
 
 default_mechs = [m for m in (s.mechanism, "public-only") if m in MECHANISMS]
-if wb.public_mode == "none":
+if wb.public.kind == "none":
     default_mechs = [m for m in default_mechs if not MECHANISMS[m].capabilities.public_rows] or ["aim"]
 with st.form("compare_form"):
     mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
@@ -37,7 +37,7 @@ with st.form("compare_form"):
                          key="cmp_eps")
     seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2,
                             key="cmp_seeds")
-    go = st.form_submit_button("Start comparison", type="primary", disabled=wb.comparing)
+    go = st.form_submit_button("Start comparison", type="primary", disabled=wb.compare.running)
 if go:
     try:
         jobs, skipped = wb.compare_jobs(mechs, eps, seeds)
@@ -46,17 +46,17 @@ if go:
         st.rerun()
     except Exception as exc:  # noqa: BLE001
         show_error(exc)
-if st.button("Stop comparison", disabled=not wb.comparing, key="cmp_stop"):
-    wb.stop_compare()
+if st.button("Stop comparison", disabled=not wb.compare.running, key="cmp_stop"):
+    wb.compare.stop()
     st.toast("Stopping after the run in progress…")
 
 
-@st.fragment(run_every=POLL_SECONDS if wb.comparing else None)
+@st.fragment(run_every=POLL_SECONDS if wb.compare.running else None)
 def progress():
-    sweep = wb.sweep
+    sweep = wb.compare.worker
     if sweep is None:
         return
-    if show_finished_worker(sweep, "_cmp_seen", rerun=wb.comparing is False,
+    if show_finished_worker(sweep, "_cmp_seen", rerun=wb.compare.running is False,
                             stopped="Comparison stopped after {done} of {total} runs; start it "
                                     "again to resume.",
                             finished="Comparison finished: {total} runs."):
@@ -70,8 +70,8 @@ def progress():
 
 progress()
 
-if wb.sweep is not None and wb.sweep.done:
-    refused = [r for r in wb.sweep.rows if r.get("status") == REFUSED]
+if wb.compare.worker is not None and wb.compare.worker.done:
+    refused = [r for r in wb.compare.worker.rows if r.get("status") == REFUSED]
     if refused:
         st.error(f"{len(refused)} run(s) of the last comparison were not run: "
                  f"{refused[0]['error']}", icon=":material/account_balance_wallet:")

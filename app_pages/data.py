@@ -5,7 +5,8 @@ import streamlit as st
 
 from app_pages.budget_section import budget_section
 from app_pages.common import PAGES, attempt, flash, get_wb, need_data, show_error, show_flashes
-from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS
+from synth_core.api import list_samples
+from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS, data_roots
 from synth_core.errors import SynthError
 from synth_core.tables import MAX_INPUT_ENV, max_input_mb
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, describe_domain
@@ -48,7 +49,7 @@ with load_col.container(border=True):
             st.rerun()
 with sample_col.container(border=True):
     st.markdown("**Or pick a bundled sample**")
-    names = [p["name"] for p in wb.samples()]
+    names = [p["name"] for p in list_samples()]
     pick = st.selectbox("Sample", names, index=names.index("titanic") if "titanic" in names else 0,
                         key="sample_pick", label_visibility="collapsed")
     if st.button("Load sample", key="load_sample"):
@@ -64,7 +65,7 @@ with st.container(border=True):
                               placeholder="/data/census.parquet")
     disk_backend = p2.radio("Backend", list(DISK_BACKENDS), format_func=DISK_BACKENDS.get,
                             key="disk_backend")
-    st.caption(f"Allowed folders: {', '.join(f'`{r}`' for r in wb.data_roots())} (set "
+    st.caption(f"Allowed folders: {', '.join(f'`{r}`' for r in data_roots())} (set "
                f"`{DATA_ROOTS_ENV}`). With DuckDB the file is never loaded into memory: the "
                f"preview is its first {PREVIEW_ROWS} rows, and every count of every run is made "
                "by DuckDB; its domain must then come from a schema file or from public rows.")
@@ -86,7 +87,7 @@ st.subheader(f"Preview: {wb.data_name}")
 if wb.out_of_core:
     st.caption(f"{wb.n_rows:,} rows × {len(wb.data_columns)} columns (counted by DuckDB); the "
                f"first {len(wb.data):,} rows shown (read with LIMIT {PREVIEW_ROWS}). The file "
-               f"stays on disk: `{wb.disk.path}`.")
+               f"stays on disk: `{wb.source.path}`.")
 else:
     st.caption(f"{wb.n_rows:,} rows × {len(wb.data_columns)} columns; first 100 rows shown.")
 st.dataframe(wb.data[wb.data_columns].head(100), height=220)
@@ -145,24 +146,24 @@ with b1:
             flash(f"Schema '{schema_up.name}' declared.")
             st.rerun()
 with b2:
-    if wb.public_mode != "none":
+    if wb.public.kind != "none":
         if st.button("Read the domain off the public rows", key="schema_from_public",
                      help="A domain read off public rows costs no privacy."):
             if attempt(wb.infer_schema_from_public):
                 flash("The domain now comes from the public rows.")
                 st.rerun()
 with b3:
-    st.download_button("Download schema.json", wb.schema_json(), file_name="schema.json",
+    st.download_button("Download schema.json", wb.domain.json_bytes(), file_name="schema.json",
                        mime="application/json", key="dl_schema")
 
-st.dataframe(wb.schema_table(), hide_index=True)
-if wb.left_out:
+st.dataframe(wb.domain.table(), hide_index=True)
+if wb.domain.left_out:
     st.warning("Not in the schema (and so not in the synthetic data): " + "; ".join(
-        f"**{c}** ({why})" for c, why in wb.left_out), icon=":material/visibility_off:")
+        f"**{c}** ({why})" for c, why in wb.domain.left_out), icon=":material/visibility_off:")
 
 st.markdown("**Edit a column**")
 col = st.selectbox("Column", list(wb.schema.names), key="edit_column")
-spec = wb.column_spec(col)
+spec = wb.schema.column(col)
 with st.form(f"edit_{col}", border=True):
     kind = st.radio("Kind", ["categorical", "numeric"], horizontal=True,
                     index=0 if spec.kind == "categorical" else 1, key=f"kind_{col}")
@@ -185,15 +186,15 @@ if applied:
         flash(f"Column '{col}' updated.")
         st.rerun()
     except SynthError:
-        pass  # recorded in wb.schema_errors, shown next to the column below
+        pass  # recorded in wb.domain.errors, shown next to the column below
     except Exception as exc:  # noqa: BLE001
         show_error(exc)
 if st.button(f"Leave '{col}' out of the schema", key="drop_column"):
     if attempt(wb.drop_column, col):
         flash(f"Column '{col}' left out of the schema.")
         st.rerun()
-if col in wb.schema_errors:
-    st.error(wb.schema_errors[col], icon=":material/error:")
+if col in wb.domain.errors:
+    st.error(wb.domain.errors[col], icon=":material/error:")
     st.caption("The schema was not changed.")
 
 budget_section(wb)

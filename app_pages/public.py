@@ -18,18 +18,19 @@ st.info(f"Now: **{wb.public_summary()}**", icon=":material/public:")
 st.subheader("Public rows")
 modes = {"none": "No public rows", "table": "Upload a public table",
          "flag": "A true/false column of the loaded table", "filter": "A filter on the loaded table"}
-sync_widgets("public_mode", (wb.loads, wb.public_mode), {"public_mode": wb.public_mode})
+sync_widgets("public_mode", (wb.loads, wb.public.kind), {"public_mode": wb.public.kind})
 mode = st.radio("Where the public rows come from", list(modes), format_func=modes.get,
-                index=list(modes).index(wb.public_mode), horizontal=True, key="public_mode")
+                index=list(modes).index(wb.public.kind), horizontal=True, key="public_mode")
 
 if mode == "none":
-    if wb.public_mode != "none" and st.button("Remove the public rows", key="clear_public"):
+    if wb.public.kind != "none" and st.button("Remove the public rows", key="clear_public"):
         if attempt(wb.clear_public_rows):
             flash("Public rows removed.")
             st.rerun()
 elif mode == "table":
-    if wb.public_mode == "table":
-        st.caption(f"Current public table: {wb.public_name}, {len(wb.public_table):,} rows.")
+    if wb.public.kind == "table":
+        table = wb.public.rows
+        st.caption(f"Current public table: {table.name}, {len(table.table):,} rows.")
     up = st.file_uploader("Public table (same columns as the data)",
                           type=["csv", "gz", "parquet", "pq"], key="upload_public")
     if up is not None and st.session_state.get("_loaded_public") != (up.name, up.size):
@@ -43,7 +44,8 @@ elif mode == "flag":
         st.warning("The loaded table has no column that holds only true/false (yes/no, 1/0) "
                    "values. Use a filter instead, or upload a public table.")
     else:
-        current = flags.index(wb.public_flag) if wb.public_flag in flags else 0
+        current_flag = wb.public.rows.flag_column
+        current = flags.index(current_flag) if current_flag in flags else 0
         flag = st.selectbox("Rows where this column is true are public", flags, index=current,
                             key="public_flag")
         if st.button("Use this column", key="apply_flag"):
@@ -69,20 +71,20 @@ else:
 st.subheader("Public columns")
 st.caption("Columns known for every record (e.g. published census attributes). The guarantee "
            "then protects the remaining columns only.")
-sync_widgets("public_columns", (wb.loads, wb.public_columns),
-             {"public_columns": list(wb.public_columns)})
+sync_widgets("public_columns", (wb.loads, wb.public.columns),
+             {"public_columns": list(wb.public.columns)})
 chosen = st.multiselect("Public columns", list(wb.schema.names),
-                        default=[c for c in wb.public_columns if c in wb.schema.names],
+                        default=[c for c in wb.public.columns if c in wb.schema.names],
                         key="public_columns")
-if tuple(chosen) != wb.public_columns:
+if tuple(chosen) != wb.public.columns:
     if attempt(wb.set_public_columns, chosen):
         st.rerun()
-if wb.public_columns and not supports_public_columns(wb.settings.mechanism):
+if wb.public.columns and not supports_public_columns(wb.settings.mechanism):
     st.warning(f"The chosen mechanism ({wb.settings.mechanism}) does not use public columns yet; "
                "a run will stop with an error until you clear them or choose a mechanism that "
                "supports them.", icon=":material/warning:")
 
-if wb.public_mode != "none":
+if wb.public.kind != "none":
     with st.container(border=True):
         curator_header("Public proxy error")
         st.caption("How far the public rows' marginals are from the private ones (JAM-PGM's "

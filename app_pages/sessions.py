@@ -54,8 +54,8 @@ def _env_number(name: str, default: float) -> float:
 def holds_work(wb: Workbench) -> bool:
     """A session with a table (also one on disk), runs or comparison runs: never
     evicted for a new visitor."""
-    return (wb.data is not None or bool(wb.runs) or wb.sweep_runs > 0 or wb.running
-            or wb.comparing)
+    return (wb.data is not None or bool(wb.runs) or wb.compare.runs > 0 or wb.running
+            or wb.compare.running)
 
 
 @st.cache_resource(show_spinner=False)
@@ -64,7 +64,7 @@ def registry() -> SessionRegistry:
     return SessionRegistry(
         new_workbench, max_entries=max(1, int(_env_number("SYNTH_WORKBENCH_SESSIONS", 32))),
         idle_seconds=_env_number("SYNTH_WORKBENCH_SESSION_HOURS", 24) * 3600,
-        busy=lambda wb: wb.running or wb.comparing, holds=holds_work)
+        busy=lambda wb: wb.running or wb.compare.running, holds=holds_work)
 
 
 def refuse_when_full(exc: RegistryFull) -> None:

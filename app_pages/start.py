@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app_pages.common import PAGES, attempt, flash, get_wb, show_flashes
+from synth_core.api import list_samples
 
 wb = get_wb()
 st.title("Differentially private synthetic data")
@@ -23,7 +24,7 @@ st.markdown("""
 """)
 
 st.subheader("Start from a bundled sample")
-samples = wb.samples()
+samples = list_samples()
 if not samples:
     st.warning("The bundled samples (sample_data/) are missing; upload a table on the Data page.")
 cols = st.columns(2)

@@ -36,7 +36,7 @@ def whatif_section(wb) -> None:
             assumed = st.number_input(
                 "Rows to assume (unbounded DP: the private row count is not public)",
                 min_value=10, max_value=10_000_000, value=1000, step=100, key="wi_assumed_n")
-        go = st.form_submit_button("Start what-if", disabled=wb.what_if_running)
+        go = st.form_submit_button("Start what-if", disabled=wb.whatif.running)
     if go:
         try:
             worker = wb.start_what_if(mechs, eps, int(seeds), standin,
@@ -45,12 +45,12 @@ def whatif_section(wb) -> None:
             st.rerun()
         except Exception as exc:  # noqa: BLE001
             show_error(exc)
-    if wb.what_if_running and st.button("Stop what-if", key="wi_stop"):
-        wb.stop_what_if()
+    if wb.whatif.running and st.button("Stop what-if", key="wi_stop"):
+        wb.whatif.stop()
 
-    @st.fragment(run_every=POLL_SECONDS if wb.what_if_running else None)
+    @st.fragment(run_every=POLL_SECONDS if wb.whatif.running else None)
     def progress():
-        w = wb.whatif_worker
+        w = wb.whatif.worker
         if w is None:
             return
         if show_finished_worker(w, "_wi_seen",
@@ -64,7 +64,7 @@ def whatif_section(wb) -> None:
 
     progress()
 
-    curves = wb.what_if_curves()
+    curves = wb.whatif.curves()
     if not curves:
         return
     shown = [c for c in curves if c.points]

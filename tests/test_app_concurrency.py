@@ -4,7 +4,7 @@ or on a reload (trust issue, item 1).
 Streamlit AppTest sessions of the real app (no mocks): each session keeps its
 own Workbench in ``st.session_state["wb"]``, found again by a new session
 (a reload) through the ``session`` token in the URL; runs execute in
-background threads. Also the upload name handling of ``Workbench._read_upload``.
+background threads. Also the upload name handling of ``synth_core.workbench.uploads.read_upload``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from app_pages.sessions import PARAM
 from synth_core.errors import DataError
 from synth_core.workbench import Workbench
+from synth_core.workbench.uploads import read_upload
 from test_app_pages import (APP, PAGES, errors, flagged_csv, go, load_titanic, new_app, texts,
                             wait_for_run)
 
@@ -145,7 +146,7 @@ def test_data_and_finished_runs_survive_visiting_every_page():
                                   "../../x.txt"])
 def test_upload_names_that_name_no_table_file_are_a_data_error(name):
     with pytest.raises(DataError, match="unsupported file type"):
-        Workbench._read_upload(name or "x", b"a,b\n1,2\n")
+        read_upload(name or "x", b"a,b\n1,2\n")
 
 
 @pytest.mark.parametrize("name,label", [("a\x00b.csv", "ab.csv"), ("../../etc/t.csv", "t.csv"),
@@ -159,11 +160,11 @@ def test_upload_is_saved_under_a_fixed_name_with_its_suffix(name, label, monkeyp
     content = b"a,b\n1,2\n3,4\n"
     if label.endswith(".gz"):
         content = gzip.compress(content)
-    df = Workbench._read_upload(name, content)
+    df = read_upload(name, content)
     assert list(df.columns) == ["a", "b"] and len(df) == 2
     # errors name the upload by its cleaned label, never a path outside the temp folder
     with pytest.raises(DataError) as exc:
-        Workbench._read_upload(name, b"\xff\xfe\x00garbage" if not label.endswith(".gz") else b"no")
+        read_upload(name, b"\xff\xfe\x00garbage" if not label.endswith(".gz") else b"no")
     assert label in str(exc.value) and "\x00" not in str(exc.value)
     assert list(tmp_path.iterdir()) == []           # the temporary folder is gone
 

@@ -70,7 +70,7 @@ def run_comparison(at: AppTest, timeout: float = 180) -> None:
     at.button[[b.label for b in at.button].index("Start comparison")].click().run()
     assert not at.exception and not errors(at)
     deadline = time.time() + timeout
-    while wb.comparing:
+    while wb.compare.running:
         assert time.time() < deadline, "the comparison did not finish in time"
         time.sleep(0.3)
     at.run()
@@ -160,7 +160,7 @@ def test_data_page_sample_picker_and_schema_upload():
     at.selectbox(key="sample_pick").set_value("titanic-full")
     at.button(key="load_sample").click().run()
     wb = at.session_state["wb"]
-    assert wb.sample_name == "titanic-full" and wb.public_mode == "none"
+    assert wb.source.sample == "titanic-full" and wb.public.kind == "none"
     assert "declared" in texts(at)
     at.file_uploader(key="upload_schema").set_value(("s.json", b"{oops", "application/json"))
     at.run()
@@ -174,12 +174,12 @@ def test_public_page_marks_public_rows_and_shows_curator_panel():
     at.run()
     go(at, "app_pages/public.py")
     wb = at.session_state["wb"]
-    assert wb.public_mode == "none"
+    assert wb.public.kind == "none"
     at.radio(key="public_mode").set_value("flag").run()
     assert at.selectbox(key="public_flag").options == ["is_public"]
     at.button(key="apply_flag").click().run()
     assert not at.exception and not errors(at)
-    assert wb.public_mode == "flag" and "is_public" not in wb.schema.names
+    assert wb.public.kind == "flag" and "is_public" not in wb.schema.names
     assert "rows flagged by column 'is_public'" in texts(at)
     # the curator-only panel with the public proxy error
     assert "CURATOR-ONLY, not releasable" in texts(at)
@@ -192,16 +192,16 @@ def test_public_page_marks_public_rows_and_shows_curator_panel():
     at.multiselect(key="filter_values").set_value(["F", "M"])
     at.button(key="apply_filter").click().run()
     assert errors(at) and "nothing would stay private" in errors(at)[0]
-    assert wb.public_mode == "flag"                  # unchanged
+    assert wb.public.kind == "flag"                  # unchanged
     at.multiselect(key="filter_values").set_value(["F"])
     at.button(key="apply_filter").click().run()
-    assert not errors(at) and wb.public_mode == "filter"
+    assert not errors(at) and wb.public.kind == "filter"
 
     # public columns: all columns is refused with a message
     at.multiselect(key="public_columns").set_value(list(wb.schema.names)).run()
     assert errors(at) and "nothing private" in errors(at)[0]
     at.multiselect(key="public_columns").set_value(["sex"]).run()
-    assert wb.public_columns == ("sex",)
+    assert wb.public.columns == ("sex",)
 
 
 def test_public_page_uploads_a_public_table():
@@ -211,12 +211,12 @@ def test_public_page_uploads_a_public_table():
         ("pub.csv", b"pclass,survived,sex,age,sibsp,parch\n1st,died,alien,30,0,0\n", "text/csv"))
     at.run()
     assert errors(at) and "sex" in errors(at)[0] and "alien" in errors(at)[0]
-    assert wb.public_name == "public.csv"            # the sample's public table stays
+    assert wb.public.rows.name == "public.csv"            # the sample's public table stays
     at.file_uploader(key="upload_public").set_value(
         ("pub.csv", b"pclass,survived,sex,age,sibsp,parch\n1st,died,male,30,0,0\n"
                     b"3rd,survived,female,,1,2\n", "text/csv"))
     at.run()
-    assert not errors(at) and wb.public_name == "pub.csv" and len(wb.public_table) == 2
+    assert not errors(at) and wb.public.rows.name == "pub.csv" and len(wb.public.rows.table) == 2
 
 
 def test_workload_page_builds_workloads_and_settings():
@@ -369,7 +369,7 @@ def test_run_page_shows_a_failed_run_cleanly():
     assert not at.exception
     errs = errors(at)
     assert errs and "JAM-PGM needs public rows." in errs[0] and "Traceback" not in errs[0]
-    assert wb.has_data and wb.sample_name == "titanic-full"   # nothing lost
+    assert wb.has_data and wb.source.sample == "titanic-full"   # nothing lost
     go(at, "app_pages/release.py")
     assert "No finished run yet" in texts(at)
 
@@ -440,14 +440,14 @@ def test_widgets_follow_the_workbench_after_a_new_table():
     go(at, "app_pages/public.py")
     at.multiselect(key="public_columns").set_value(["sex"]).run()
     wb = at.session_state["wb"]
-    assert wb.public_columns == ("sex",)
+    assert wb.public.columns == ("sex",)
     go(at, "app_pages/start.py")
     at.button(key="sample_titanic-full").click().run()
-    assert wb.settings.mechanism == "aim" and wb.public_columns == ()
+    assert wb.settings.mechanism == "aim" and wb.public.columns == ()
     go(at, "app_pages/public.py")
     assert at.multiselect(key="public_columns").value == []
     assert at.radio(key="public_mode").value == "none"
-    assert wb.public_columns == ()
+    assert wb.public.columns == ()
     go(at, "app_pages/workload.py")
     assert at.selectbox(key="mechanism").value == "aim"
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
@@ -596,7 +596,7 @@ def test_public_rows_flagged_in_a_disk_file_and_compare(tmp_path, monkeypatch):
     at.button(key="disk_flag_apply").click().run()
     assert not at.exception and not errors(at)
     n_public = int((frame["is_public"] == "yes").sum())
-    assert wb.public_mode == "flag" and wb.schema.source == "public"
+    assert wb.public.kind == "flag" and wb.schema.source == "public"
     assert wb.schema.names == ("sex", "edu", "income")
     assert f"{n_public:,} rows flagged by column 'is_public'" in sidebar_text(at)
 
@@ -605,7 +605,7 @@ def test_public_rows_flagged_in_a_disk_file_and_compare(tmp_path, monkeypatch):
     assert any("curator-only" in m.label for m in at.metric)   # proxy error, counted by DuckDB
     at.radio(key="public_mode").set_value("filter").run()
     assert "needs the table in memory" in texts(at) and not errors(at)
-    assert wb.public_mode == "flag"
+    assert wb.public.kind == "flag"
 
     wb.update_settings(mechanism="jam-pgm", rounds=2, workload="all-2way", fit_iters=20,
                        final_fit_iters=40)

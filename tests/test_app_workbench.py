@@ -53,12 +53,12 @@ def finished():
 def test_load_sample_sets_everything(wb):
     assert wb.has_data and wb.data_name == "titanic:private"
     assert wb.schema.source == "declared"
-    assert wb.public_mode == "table" and len(wb.public_table) == 301
+    assert wb.public.kind == "table" and len(wb.public.rows.table) == 301
     assert wb.settings.mechanism == "jam-pgm"
     assert "301 rows" in wb.public_summary()
     w = Workbench()
     w.load_sample("titanic-full")
-    assert w.public_mode == "none" and w.settings.mechanism == "aim"
+    assert w.public.kind == "none" and w.settings.mechanism == "aim"
 
 
 def test_bad_sample_or_upload_keeps_what_was_loaded(wb):
@@ -69,7 +69,7 @@ def test_bad_sample_or_upload_keeps_what_was_loaded(wb):
         wb.load_upload("table.txt", b"a,b\n1,2\n")
     with pytest.raises(SynthError):
         wb.load_upload("broken.parquet", b"not parquet at all")
-    assert wb.data is before and wb.public_mode == "table"
+    assert wb.data is before and wb.public.kind == "table"
 
 
 def test_upload_infers_a_private_domain():
@@ -79,7 +79,7 @@ def test_upload_infers_a_private_domain():
     assert w.schema.source == "private"
     assert set(w.schema.names) == {"sex", "age", "edu", "is_public"}
     assert w.settings.mechanism == "aim"
-    table = w.schema_table()
+    table = w.domain.table()
     assert list(table["column"]) == list(w.schema.names)
 
 
@@ -88,20 +88,20 @@ def test_schema_edit_validation_names_the_column(wb):
     with pytest.raises(SchemaError) as exc:
         wb.update_column("age", kind="numeric", lower=50, upper=10, bins=4, missing=True)
     assert exc.value.column == "age"
-    assert "age" in wb.schema_errors and "lower" in wb.schema_errors["age"]
+    assert "age" in wb.domain.errors and "lower" in wb.domain.errors["age"]
     assert wb.schema is schema                      # unchanged
     with pytest.raises(DataError) as exc:           # the data do not fit the new bounds
         wb.update_column("age", kind="numeric", lower=0, upper=10, bins=4, missing=True)
     assert exc.value.column == "age" and "outside the bounds" in exc.value.message
     with pytest.raises(DataError):                  # a category is missing
         wb.update_column("sex", kind="categorical", categories="female")
-    assert "sex" in wb.schema_errors
+    assert "sex" in wb.domain.errors
     wb.update_column("age", kind="numeric", lower=0, upper=80, bins=8, missing=True)
-    assert wb.schema.column("age").bins == 8 and wb.schema_edited
-    assert "age" not in wb.schema_errors
+    assert wb.schema.column("age").bins == 8 and wb.domain.edited
+    assert "age" not in wb.domain.errors
     wb.update_column("sex", kind="categorical", categories="female, male")
     assert wb.schema.column("sex").categories == ("female", "male")
-    assert json.loads(wb.schema_json())["columns"][3]["bins"] == 8
+    assert json.loads(wb.domain.json_bytes())["columns"][3]["bins"] == 8
 
 
 def test_schema_file_declares_the_domain():
@@ -131,7 +131,7 @@ def test_public_flag_filter_and_table():
     with pytest.raises(DataError):
         w.set_public_flag("sex")                    # not true/false
     w.set_public_flag("is_public")
-    assert w.public_mode == "flag" and "is_public" not in w.schema.names
+    assert w.public.kind == "flag" and "is_public" not in w.schema.names
     n_pub = len(w.public_rows_frame())
     assert 0 < n_pub < 400 and f"{n_pub:,} rows flagged" in w.public_summary()
     kw = w.run_kwargs()
@@ -140,7 +140,7 @@ def test_public_flag_filter_and_table():
     assert inputs.data.public.n == n_pub and inputs.data.private.n == 400 - n_pub
 
     w.set_public_filter("sex", ["F"])
-    assert w.public_mode == "filter" and "public if sex in F" in w.data.columns
+    assert w.public.kind == "filter" and "public if sex in F" in w.data.columns
     assert w.data_columns == ["sex", "age", "edu", "is_public"]
     assert w.prepare().public_label == "rows of 'people.csv' flagged by column 'public if sex in F'"
     assert (w.public_rows_frame()["sex"] == "F").all()
@@ -148,15 +148,15 @@ def test_public_flag_filter_and_table():
         w.set_public_filter("sex", ["F", "M"])      # nothing private left
     with pytest.raises(DataError):
         w.set_public_filter("sex", [])
-    assert w.public_mode == "filter"                # unchanged by the errors
+    assert w.public.kind == "filter"                # unchanged by the errors
 
     w.clear_public_rows()
-    assert w.public_mode == "none" and list(w.data.columns) == ["sex", "age", "edu", "is_public"]
+    assert w.public.kind == "none" and list(w.data.columns) == ["sex", "age", "edu", "is_public"]
     assert "is_public" in w.schema.names            # the flag column is back in the schema
     with pytest.raises(DataError):
         w.set_public_table("pub.csv", b"sex,age,edu,is_public\nX,20,low,no\n")
     w.set_public_table("pub.csv", b"sex,age,edu,is_public\nF,20,low,no\nM,30,mid,yes\n")
-    assert w.public_mode == "table" and w.public_name == "pub.csv"
+    assert w.public.kind == "table" and w.public.rows.name == "pub.csv"
 
 
 def test_public_columns_and_unsupported_mechanism(wb):
@@ -165,7 +165,7 @@ def test_public_columns_and_unsupported_mechanism(wb):
     with pytest.raises(SchemaError):
         wb.set_public_columns(list(wb.schema.names))
     wb.set_public_columns(["sex"])
-    assert wb.public_columns == ("sex",)
+    assert wb.public.columns == ("sex",)
     assert not supports_public_columns("mwem-pgm") and not supports_public_columns("public-only")
     assert supports_public_columns("aim") and supports_public_columns("jam-pgm")
     wb.update_settings(**FAST)
@@ -399,8 +399,8 @@ def test_upload_leaves_out_columns_without_a_domain_and_drop_column():
     w = Workbench()
     w.load_upload("names.csv", df.to_csv(index=False).encode())
     assert w.schema.names == ("sex", "edu")
-    assert [c for c, _ in w.left_out] == ["name", "empty"]
-    assert "distinct values" in w.left_out[0][1]
+    assert [c for c, _ in w.domain.left_out] == ["name", "empty"]
+    assert "distinct values" in w.domain.left_out[0][1]
     w.drop_column("edu")
     assert w.schema.names == ("sex",)
     with pytest.raises(SchemaError):
@@ -421,4 +421,4 @@ def test_parquet_upload_and_public_table():
     pub = io.BytesIO()
     df.head(50).to_parquet(pub, index=False)
     w.set_public_table("pub.parquet", pub.getvalue())
-    assert w.public_mode == "table" and len(w.public_table) == 50
+    assert w.public.kind == "table" and len(w.public.rows.table) == 50

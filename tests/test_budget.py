@@ -18,6 +18,7 @@ from synth_core.errors import BudgetExceededError, ConfigError
 from synth_core.privacy import cdp_epsilon, rho_from_epsilon_delta
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
 from synth_core.workbench import Workbench
+from synth_core.workbench.budget import budget_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(rounds=2, fit_iters=10, final_fit_iters=20, seed=0)
@@ -216,7 +217,7 @@ def test_a_comparison_is_charged_per_job(wb):
     acc = wb.dataset_budget()
     assert len(acc.charges) == 2 and all(c.what.startswith("compare:") for c in acc.charges)
     assert {c.mechanism for c in acc.charges} == {"jam-pgm", "public-only"}
-    assert acc.spent == pytest.approx(wb.sweep_rho)
+    assert acc.spent == pytest.approx(wb.compare.rho)
 
 
 def test_a_what_if_preview_is_free(wb):
@@ -268,7 +269,8 @@ def test_a_comparison_job_is_refused_when_another_session_took_the_rest(wb):
     from synth_core.workbench import REFUSED
     wb.update_settings(mechanism="mwem-pgm")        # MWEM+PGM spends exactly its rho
     rho1 = rho_from_epsilon_delta(1.0, wb.settings.delta)
-    BudgetAccount.create(wb.budget_path(), label="titanic", fingerprint=wb.table_fingerprint(),
+    fingerprint = wb.source.fingerprint()
+    BudgetAccount.create(budget_path(fingerprint), label="titanic", fingerprint=fingerprint,
                          total_rho=2 * rho1)
     other = Workbench()                              # a second session on the same table
     other.load_sample("titanic")
@@ -280,7 +282,7 @@ def test_a_comparison_job_is_refused_when_another_session_took_the_rest(wb):
     assert statuses == ["finished", REFUSED]
     refused = next(r for r in sweep.rows if r["status"] == REFUSED)
     assert "Refused" in refused["error"] and "left" in refused["error"]
-    assert len(wb.compare_results()[0]) == 1 and wb.sweep_runs == 1
+    assert len(wb.compare_results()[0]) == 1 and wb.compare.runs == 1
     assert wb.dataset_budget().spent == pytest.approx(2 * rho1)
 
 

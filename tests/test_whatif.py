@@ -101,16 +101,16 @@ def _small_workbench(small_private, small_public) -> Workbench:
 def test_workbench_what_if_spends_nothing_and_reaches_the_report(small_private, small_public):
     wb = _small_workbench(small_private, small_public)
     private = wb.data
-    wb.data = Untouchable(len(private))          # any read of the private table fails
+    wb.source.frame = Untouchable(len(private))          # any read of the private table fails
     assert wb.what_if_standins() == ["public-rows", "independent"]
     worker = wb.start_what_if(["jam-pgm"], [0.1, 10.0], seeds=1)
     assert worker.wait(120) and worker.status == "finished", worker.failure
-    (curve,) = wb.what_if_curves()
+    (curve,) = wb.whatif.curves()
     assert [p.epsilon for p in curve.points] == [0.1, 10.0]
     assert curve.n == len(private) and "bounded DP" in curve.basis
     assert wb.session_rho_spent() == 0 and not wb.runs
     assert wb.start_what_if(["jam-pgm"], [10.0, 0.1], seeds=1) is None     # cached
-    wb.data = private
+    wb.source.frame = private
 
     wb.start_run()
     assert wb.worker.wait(120)
@@ -141,7 +141,7 @@ def test_workload_page_shows_the_what_if_preview():
     at.button[[b.label for b in at.button].index("Start what-if")].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     deadline = time.time() + 120
-    while wb.what_if_running:
+    while wb.whatif.running:
         assert time.time() < deadline
         time.sleep(0.2)
     at.run()

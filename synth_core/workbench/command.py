@@ -1,0 +1,144 @@
+"""The ``synth run`` command that repeats a workbench run, built from data.
+
+Each part of the session contributes its arguments and notes as data (a
+:class:`CommandParts`): the table source its ``--data``/``--sample``
+arguments, the public-information choice its public rows and columns, the
+session its schema file and budget account. :func:`reproduce_command` joins
+them with the run's settings, once.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from .catalog import RunSettings
+
+#: mechanism options that ``synth run`` takes as flags of their own
+OPTION_FLAGS = {"conditional": "--conditional", "condition_max_mb": "--condition-max-mb"}
+
+
+def comment(text: str) -> str:
+    """``text`` as one shell comment line. Characters that are not printable
+    (newline, carriage return, other control characters, Unicode line
+    separators) are shown as escapes (``\\n``), so the comment ends only at
+    its own end of line and nothing after it can run."""
+    return "# " + "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+
+
+def arg(flag: str, value) -> list[str]:
+    """A flag and its value as command arguments: ``[flag, value]``, or
+    ``[flag=value]`` when the value starts with ``-`` (the CLI's parser would
+    take it for an option)."""
+    value = str(value)
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
+def number(x: float) -> str:
+    """``x`` in short form (``%g``) when that reads back as the same float, else
+    in full (``repr``), so the command repeats the exact budget."""
+    short = f"{x:g}"
+    return short if float(short) == float(x) else repr(float(x))
+
+
+def option_value(value) -> str | None:
+    """A mechanism option value as the CLI's ``--option KEY=VALUE`` reads it
+    (numbers, text, or a comma-separated list of numbers); None if it has no
+    such form (a flag, a nested value)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return number(value)
+    if isinstance(value, (int, str)):
+        return str(value)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                for v in value):
+        return ",".join(map(str, value))
+    return None
+
+
+def option_args(options: dict) -> tuple[list[str], list[str]]:
+    """``synth run`` arguments for a run's mechanism options, and notes on those
+    it cannot take: flags for :data:`OPTION_FLAGS` (``--condition-max-mb``
+    only with ``--conditional``, as the CLI requires), ``--option KEY=VALUE``
+    for the others."""
+    args, notes = [], []
+    for key, value in options.items():
+        if key == "public_columns":          # given by --public-columns
+            continue
+        if key == "conditional":
+            args += [OPTION_FLAGS[key]] if value else []
+        elif key == "condition_max_mb" and not options.get("conditional"):
+            notes.append(f"option {key}={value} left out: it applies to conditional runs only")
+        elif key in OPTION_FLAGS:
+            args += arg(OPTION_FLAGS[key], number(value))
+        elif (text := option_value(value)) is not None:
+            args += arg("--option", f"{key}={text}")
+        else:
+            notes.append(f"mechanism option {key}={value!r} has no command-line form")
+    return args, notes
+
+
+def column_list_notes(columns) -> list[str]:
+    """Notes on column names a comma-separated ``--public-columns`` list cannot
+    carry (the CLI splits at commas and strips spaces)."""
+    bad = [c for c in columns if "," in c or c != c.strip()]
+    if not bad:
+        return []
+    return [f"the CLI cannot name the column(s) {', '.join(map(repr, bad))} in --public-columns "
+            "(a comma, or spaces at either end): rename them in the table"]
+
+
+@dataclass(frozen=True)
+class CommandParts:
+    """The session's contributions to a reproduce command (arguments and the
+    comment notes that go with them)."""
+
+    #: the private table (``--sample NAME``, ``--data PATH [--backend duckdb]``)
+    data: tuple[str, ...]
+    #: public rows and public columns
+    public: tuple[str, ...] = ()
+    public_notes: tuple[str, ...] = ()
+    #: ``--schema schema.json`` when the CLI would not find the same domain itself
+    schema: tuple[str, ...] = ()
+    schema_notes: tuple[str, ...] = ()
+    #: the table has a budget account: the command is charged to it
+    budget_file: bool = False
+
+
+BUDGET_NOTE = ("table-budget.json: this table's budget account (the curator's file in "
+               "the workbench's budgets folder); the run is charged to it and refused "
+               "past the table's total")
+SEED_NOTE = ("this run was seeded: an exact repeat needs its seed, which only the "
+             "curator sees (the Run page, the CLI's diagnostics file), never this script")
+
+
+def reproduce_command(s: RunSettings, parts: CommandParts) -> str:
+    """A ``synth run`` command (with comments) that repeats a run with settings ``s``.
+
+    Inert whatever the data holds: every argument is shell-quoted
+    (``shlex.quote``) and every comment shows its text through
+    :func:`comment`, so a file, column or category name can neither end a
+    comment line nor a quoted argument. The command carries no seed (a
+    seed regenerates a research-mode run's noise); a seeded run gets a
+    comment saying that the exact repeat needs it.
+    """
+    option_list, option_notes = option_args(s.options)
+    lines = [
+        ["synth", "run", *parts.data, *parts.public, *parts.schema],
+        ["--mechanism", s.mechanism, "--epsilon", number(s.epsilon),
+         "--delta", number(s.delta), "--neighbours", s.neighbours, *option_list],
+        [*arg("--workload", s.workload),
+         *(["--rounds", str(s.rounds)] if s.rounds is not None else []),
+         *(["--mode", s.run_mode] if s.mode is not None or s.seed is not None else [])],
+        ["--max-model-size", number(s.max_model_size),
+         *(["--fit-iters", str(s.fit_iters)] if s.fit_iters is not None else []),
+         "--final-fit-iters", str(s.final_fit_iters), "--fit-tol", number(s.fit_tol)],
+        ["--out", "synthetic.csv", "--report", "report.json",
+         *(["--budget-file", "table-budget.json"] if parts.budget_file else [])],
+    ]
+    notes = [*parts.public_notes, *parts.schema_notes, *option_notes,
+             *([SEED_NOTE] if s.seed is not None else []),
+             *([BUDGET_NOTE] if parts.budget_file else [])]
+    return "\n".join([comment(n) for n in notes]
+                     + [" \\\n  ".join(shlex.join(line) for line in lines if line)])

@@ -1,0 +1,177 @@
+"""The session's domain: the schema, how it was made, and its editing
+column by column (the spec an edit form describes, the table the Data page shows)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, SchemaError, SynthError
+from ..schema import ColumnSpec, Schema
+
+
+def schema_table(schema: Schema, problems: dict[str, str]) -> pd.DataFrame:
+    """One row per schema column: kind, size, domain summary and the problem
+    the last edit of it met (if any)."""
+    rows = []
+    for c in schema.columns:
+        if c.kind == "categorical":
+            cats = [str(v) for v in c.categories]
+            domain = ", ".join(cats[:8]) + (f", … ({len(cats)} in all)" if len(cats) > 8 else "")
+        else:
+            domain = f"[{c.lower}, {c.upper}] in {c.bins} bins"
+        rows.append({"column": c.name, "kind": c.kind, "domain": domain,
+                     "missing code": c.missing, "cells": c.size,
+                     "problem": problems.get(c.name, "")})
+    return pd.DataFrame(rows)
+
+
+def _as_numbers(cats: list) -> list:
+    """``cats`` as numbers when every one reads as a number, else unchanged."""
+    try:
+        return [int(c) if float(c).is_integer() else float(c) for c in cats]
+    except (TypeError, ValueError):
+        return cats
+
+
+def _categories(old: ColumnSpec, shown: pd.DataFrame | None, name: str,
+                categories: str | Sequence | None) -> list:
+    """The categories an edit lists; numbers stay numbers when the column's
+    values are numbers (in the old domain, or else in the table)."""
+    if isinstance(categories, str):
+        cats = [c.strip() for c in categories.split(",") if c.strip() != ""]
+    else:
+        cats = list(categories or [])
+    if old.kind == "categorical" and old.categories and all(
+            isinstance(v, (int, float, np.number)) for v in old.categories):
+        return _as_numbers(cats)
+    if shown is not None and name in shown and pd.api.types.is_numeric_dtype(shown[name].dtype):
+        return _as_numbers(cats)
+    return cats
+
+
+def _number(name: str, value, what: str):
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise SchemaError(f"column '{name}': a numeric column needs '{what}'.",
+                          hint="Enter a number.", column=name)
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise SchemaError(f"column '{name}': '{what}' must be a number, not {value!r}.",
+                          column=name) from None
+    return int(f) if f.is_integer() else f
+
+
+def build_spec(schema: Schema, shown: pd.DataFrame | None, name: str, kind: str,
+               categories=None, lower=None, upper=None, bins=None,
+               missing: bool = False) -> ColumnSpec:
+    """The column spec an edit describes (SchemaError naming the column when it
+    is incomplete). ``shown`` is the table (or its preview) the edit was made on."""
+    if kind == "categorical":
+        cats = _categories(schema.column(name), shown, name, categories)
+        return ColumnSpec(name, "categorical", categories=tuple(cats), missing=bool(missing))
+    if kind == "numeric":
+        return ColumnSpec(name, "numeric", lower=_number(name, lower, "lower"),
+                          upper=_number(name, upper, "upper"), bins=_number(name, bins, "bins"),
+                          missing=bool(missing))
+    raise SchemaError(f"column '{name}': unknown kind {kind!r}.",
+                      hint="Use categorical or numeric.", column=name)
+
+
+@dataclass
+class Domain:
+    """The schema in use and how it was made. Every change of the schema bumps
+    :attr:`version` (the pages reset their editors when it changes)."""
+
+    schema: Schema | None = None
+    version: int = 0
+    #: read off data (not declared)
+    inferred: bool = False
+    #: changed in the editor since it was read or declared
+    edited: bool = False
+    #: the bundled sample's declared schema (the CLI finds it by the sample's name)
+    sample_schema: Schema | None = None
+    #: column -> the problem its last edit met
+    errors: dict[str, str] = field(default_factory=dict)
+    #: (column, why) left out of the schema
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+
+    def replace(self, schema: Schema | None, *, inferred: bool | None = None) -> None:
+        """Use ``schema`` (and say whether it was read off data, when given)."""
+        self.schema = schema
+        self.version += 1
+        if inferred is not None:
+            self.inferred = inferred
+
+    def use(self, schema: Schema, *, inferred: bool) -> None:
+        """A schema read or declared whole: not edited, no problems."""
+        self.replace(schema, inferred=inferred)
+        self.edited = False
+        self.errors = {}
+
+    def reset(self, schema: Schema | None, *, inferred: bool, sample_schema: Schema | None = None,
+              left_out: Sequence[tuple[str, str]] = ()) -> None:
+        """The domain of a newly loaded table."""
+        self.use(schema, inferred=inferred)
+        self.sample_schema = sample_schema
+        self.left_out = list(left_out)
+
+    @property
+    def is_sample_schema(self) -> bool:
+        """The bundled sample's declared schema, unedited."""
+        return self.sample_schema is not None and not self.edited \
+            and self.schema is self.sample_schema
+
+    def read_unedited_from(self, source: str) -> bool:
+        """Read off the ``source`` data (``public``, ``private``) and not edited since."""
+        return self.inferred and not self.edited and self.schema.source == source
+
+    def _require(self) -> Schema:
+        if self.schema is None:
+            raise DataError("No table is loaded yet.",
+                            hint="Load a bundled sample or upload a table on the Data page.")
+        return self.schema
+
+    def table(self) -> pd.DataFrame:
+        """One row per schema column: kind, size and domain summary."""
+        return schema_table(self._require(), self.errors)
+
+    def json_bytes(self) -> bytes:
+        """The schema as the JSON file a run (``--schema``) reads."""
+        return (json.dumps(self._require().to_json(), indent=2) + "\n").encode("utf-8")
+
+    def edit_column(self, name: str, shown: pd.DataFrame | None,
+                    check_fits: Callable[[Schema, str], None], *, kind: str,
+                    categories=None, lower=None, upper=None, bins=None,
+                    missing: bool = False) -> None:
+        """Replace one column's domain. Raises SchemaError/DataError naming the
+        column (and records the message in :attr:`errors`) if the new spec is
+        invalid or ``check_fits(schema, name)`` finds data that do not fit it;
+        the schema is then unchanged."""
+        schema = self._require()
+        try:
+            spec = build_spec(schema, shown, name, kind, categories, lower, upper, bins, missing)
+            new = Schema(tuple(spec if c.name == name else c for c in schema.columns),
+                         source=schema.source)
+            check_fits(new, name)
+        except SynthError as exc:
+            self.errors[name] = str(exc)
+            raise
+        self.errors.pop(name, None)
+        self.replace(new)
+        self.edited = True
+
+    def drop_column(self, name: str) -> None:
+        """Leave a column out of the schema (and so out of the synthetic data)."""
+        schema = self._require()
+        schema.column(name)
+        keep = [n for n in schema.names if n != name]
+        if not keep:
+            raise SchemaError("the schema needs at least one column.", column=name)
+        self.replace(schema.project(keep))
+        self.errors.pop(name, None)
+        self.left_out = [x for x in self.left_out if x[0] != name] + [(name, "left out by you")]

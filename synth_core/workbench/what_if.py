@@ -1,0 +1,203 @@
+"""The session's what-if preview: predicted error against epsilon at zero privacy cost.
+
+The predictions run in the background (a :class:`~synth_core.runner.SweepWorker`,
+one job per mechanism, epsilon and seed) on stand-in tables built from public
+information only (a :class:`~synth_core.whatif.PublicBasis`, see
+:mod:`synth_core.whatif`); they never reach the session's privacy total.
+Finished curves are cached per (data, public information, settings,
+mechanism, epsilon grid, seeds, stand-in). A run started after a what-if gets
+a ``what_if`` block in its release report (basis and predicted curves; no
+curator-only value).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import ConfigError
+from ..mechanisms import MECHANISMS
+from ..privacy import rho_from_epsilon_delta
+from ..report import check_release
+from ..runner import FAILED, FINISHED, SweepWorker
+from ..whatif import (NOTHING_SPENT, STANDINS, PublicBasis, WhatIfCurve, build_curve,
+                      predict_point, run_config)
+from .background import BackgroundService
+from .catalog import RunSettings
+
+#: rows assumed by default when nothing public says how many there are (unbounded DP)
+DEFAULT_ASSUMED_N = 1000
+
+
+def what_if_settings(s: RunSettings) -> dict:
+    """The run settings a prediction uses (all but mechanism, epsilon, seed, mode)."""
+    return dict(workload=s.workload, delta=s.delta, neighbours=s.neighbours, rounds=s.rounds,
+                fit_iters=s.fit_iters, final_fit_iters=s.final_fit_iters,
+                fit_tol=s.fit_tol, max_model_size=s.max_model_size, options=dict(s.options))
+
+
+def what_if_key(context: dict, mechanism: str, epsilons: Sequence[float], seeds: int,
+                standin: str, assumed_n: int | None) -> str:
+    """Identifies a curve: ``context`` (data, public information, settings),
+    mechanism, epsilon grid, seeds, stand-in and assumed row count."""
+    ident = {**context, "mechanism": mechanism, "epsilons": sorted(float(e) for e in epsilons),
+             "seeds": int(seeds), "standin": standin, "assumed_n": assumed_n}
+    return hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def check_choice(mechanisms: Sequence[str], epsilons: Sequence[float], seeds: int,
+                 delta: float) -> tuple[list[str], list[float]]:
+    """The mechanisms and the sorted epsilon grid of a what-if (ConfigError on a bad choice)."""
+    mechanisms = list(mechanisms)
+    if not mechanisms:
+        raise ConfigError("Choose at least one mechanism for the what-if.")
+    unknown = [m for m in mechanisms if m not in MECHANISMS]
+    if unknown:
+        raise ConfigError(f"Unknown mechanism(s): {', '.join(unknown)}.")
+    epsilons = sorted({float(e) for e in epsilons})
+    if not epsilons:
+        raise ConfigError("Choose at least one epsilon for the what-if.")
+    for e in epsilons:
+        rho_from_epsilon_delta(e, delta)
+    if not 1 <= int(seeds) <= 10:
+        raise ConfigError(f"Use 1 to 10 seeds, not {seeds}.")
+    return mechanisms, epsilons
+
+
+def choose_standin(standin: str | None, available: Sequence[str]) -> str:
+    """``standin`` (the best available one if None), checked against ``available``."""
+    standin = standin or available[0]
+    if standin not in STANDINS:
+        raise ConfigError(f"Unknown stand-in {standin!r}.")
+    if standin not in available:
+        raise ConfigError(f"The '{standin}' stand-in is not available here.",
+                          hint="Available: " + ", ".join(available) + ".")
+    return standin
+
+
+@dataclass(frozen=True)
+class WhatIfRequest:
+    """The latest what-if the curator asked for, and the keys of its curves."""
+
+    mechanisms: tuple[str, ...]
+    epsilons: tuple[float, ...]
+    seeds: int
+    standin: str
+    keys: dict
+
+
+class WhatIfService(BackgroundService):
+    """Predicted curves of a session: the preview in progress, the cache, and the
+    log of curves made per table (for the release report)."""
+
+    def __init__(self):
+        super().__init__()
+        self.request: WhatIfRequest | None = None
+        self._cache: dict[str, WhatIfCurve] = {}
+        self._failed: dict[str, WhatIfCurve] = {}    # shown, not cached: may be retried
+        self._log: list[tuple[float, int, WhatIfCurve]] = []   # (time, table, curve)
+        self._lock = threading.Lock()
+
+    def check_idle(self) -> None:
+        """ConfigError while a preview is running."""
+        if self.running:
+            raise ConfigError("A what-if preview is already running.",
+                              hint="Wait for it or stop it.")
+
+    def curves(self) -> list[WhatIfCurve]:
+        """The curves of the latest request that are ready (cached or failed)."""
+        if not self.request:
+            return []
+        with self._lock:
+            out = [self._cache.get(k) or self._failed.get(k) for k in self.request.keys.values()]
+        return [c for c in out if c is not None]
+
+    def start(self, basis: PublicBasis, settings: RunSettings, request: WhatIfRequest,
+              table: int) -> SweepWorker | None:
+        """Predict in the background the curves of ``request`` not cached yet;
+        None if all are cached. ``table`` numbers the loaded table (curves are
+        logged for it)."""
+        self.check_idle()
+        self.request = request
+        todo = [m for m in request.mechanisms if request.keys[m] not in self._cache]
+        if not todo:
+            return None
+        seeds, epsilons, standin = request.seeds, request.epsilons, request.standin
+        jobs = [{"mechanism": m, "epsilon": e, "seed": sd}
+                for m in todo for e in epsilons for sd in range(seeds)]
+        rows: dict[str, list] = {m: [] for m in todo}
+        started = {m: None for m in todo}
+        fixed = what_if_settings(settings)
+        options = fixed.pop("options")
+
+        def run_one(job, should_stop):
+            m = job["mechanism"]
+            started[m] = started[m] or time.time()
+            cfg = run_config(m, job["epsilon"], job["seed"], options=options, **fixed)
+            err = predict_point(basis, cfg, standin=standin, should_stop=should_stop)
+            return None if err is None else {**job, "status": FINISHED, "error": err}
+
+        def on_row(row):
+            m = row["mechanism"]
+            if row.get("status") == FAILED:
+                row = {**row, "failure": row.pop("error", None), "error": None}
+            rows[m].append(row)
+            if len(rows[m]) == len(epsilons) * seeds:
+                curve = build_curve(basis, m, standin, rows[m], seeds=seeds,
+                                    settings={**fixed, "options": options},
+                                    seconds=time.time() - started[m])
+                self._keep(request.keys[m], curve, table)
+
+        self.worker = SweepWorker(jobs, run_one, on_row=on_row,
+                                  label=f"what-if: {len(jobs)} stand-in runs").start()
+        return self.worker
+
+    def _keep(self, key: str, curve: WhatIfCurve, table: int) -> None:
+        """Cache a finished curve (a curve with failures is shown but not cached)
+        and log it for the table's release reports."""
+        with self._lock:
+            if curve.failures:
+                self._failed[key] = curve
+            else:
+                self._cache[key] = curve
+                self._failed.pop(key, None)
+            if curve.points:
+                self._log.append((time.time(), table, curve))
+
+    def report(self, table: int, before: float | None = None, settings=None) -> dict | None:
+        """The report's ``what_if`` block: predictions made on ``table`` before
+        ``before`` (a time). Only basis and predicted curves (public information);
+        None if none were made. Each curve says whether its settings (workload,
+        delta, rounds, ...) are those of ``settings`` (the run's)."""
+        with self._lock:
+            made = [c for t, tab, c in self._log
+                    if tab == table and (before is None or t <= before)]
+        if not made:
+            return None
+        latest: dict = {}
+        for c in made:   # the latest curve per (mechanism, stand-in)
+            latest[(c.mechanism, c.standin)] = c
+        curves = []
+        for c in latest.values():
+            entry = c.to_release()
+            if settings is not None:
+                fields = vars(settings)
+                entry["same_settings_as_run"] = all(
+                    fields[k] == v for k, v in c.settings.items() if k in fields)
+            curves.append(entry)
+        return {"made": True, "rho_spent": 0.0, "note": NOTHING_SPENT,
+                "basis": made[-1].basis, "curves": curves}
+
+    def attach(self, run, table: int, started_at: float | None) -> None:
+        """Add the ``what_if`` block to a finished run's report (what-ifs made
+        on ``table`` before the run started)."""
+        if run is None or not run.ok:
+            return
+        block = self.report(table, started_at, run.settings)
+        if block is not None:
+            check_release(block)
+            run.result.report["what_if"] = block
