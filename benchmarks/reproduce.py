@@ -18,7 +18,8 @@ defaults, epsilon in {0.1, 1, 10}, seeds 0-2. Each run is its own process
 (``isolate``), so a long sweep stays bounded in memory. Each figure has its
 folder ``benchmarks/results/<figure>/`` (``jam_adult``, ``jam_titanic``): the
 per-run Parquet files in ``store/`` (kept out of git; stopping and restarting
-resumes), the table of every stored run ``runs.jsonl`` (committed), and
+resumes), the table of every stored run ``runs.jsonl`` (committed; see
+:func:`runs_table`), and
 ``figure.md`` / ``figure.png``.
 CPU time on this 2-core machine (one run at a time; see
 docs/experiments.md): Titanic about 1 h for three seeds, JAM Adult 5.1 h
@@ -55,6 +56,16 @@ def folder(figure: str) -> Path:
     return OUT / figure.replace("-", "_")
 
 
+#: the committed run table of a folder's Parquet store, where ``runs.jsonl``
+#: is another script's (``vertical_adult/runs.jsonl`` is benchmarks/vertical.py's)
+STORE_TABLES = {"vertical_adult": "sweep_runs.jsonl"}
+
+
+def runs_table(folder_path: Path) -> Path:
+    """The committed table that stands for ``folder_path/store``."""
+    return folder_path / STORE_TABLES.get(folder_path.name, "runs.jsonl")
+
+
 def figure_store(figure: str) -> ResultStore:
     """The figure's per-run Parquet store (not committed; see :func:`export_runs`)."""
     return ResultStore(folder(figure) / "store")
@@ -71,9 +82,9 @@ def export_runs(store: ResultStore, path: Path) -> None:
 
 def stored_runs(figure: str) -> pd.DataFrame:
     """The figure's runs: from the Parquet store when it holds any, else from
-    the committed ``runs.jsonl``."""
+    the committed table (:func:`runs_table`)."""
     runs = figure_store(figure).runs()
-    table_file = folder(figure) / "runs.jsonl"
+    table_file = runs_table(folder(figure))
     if len(runs) or not table_file.exists():
         return runs
     return pd.read_json(table_file, lines=True, dtype=False)
@@ -342,7 +353,7 @@ def main() -> None:
                     "workload_error_private", "seconds", "cpu_seconds", "peak_rss_mb",
                     "error")})
     if len(store.runs()):
-        export_runs(store, folder(args.figure) / "runs.jsonl")
+        export_runs(store, runs_table(folder(args.figure)))
     rows = table(args.figure, stored_runs(args.figure))
     for r in rows:
         emit(bench=f"reproduce-{args.figure}-summary", **r)

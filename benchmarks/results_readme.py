@@ -79,13 +79,14 @@ DERIVED = {"vertical_adult": vertical_tables}
 
 
 def export_store(folder: Path) -> None:
-    """Rewrite ``runs.jsonl`` from the folder's Parquet store, if it has one."""
+    """Rewrite the folder's run table (``runs.jsonl``; see ``reproduce.runs_table``)
+    from its Parquet store, if it has one."""
     store_runs = folder / "store" / "runs"
     if store_runs.exists() and any(store_runs.glob("*.parquet")):
         import reproduce
         from synth_core.experiments import ResultStore
 
-        reproduce.export_runs(ResultStore(folder / "store"), folder / "runs.jsonl")
+        reproduce.export_runs(ResultStore(folder / "store"), reproduce.runs_table(folder))
 
 
 def provenance(manifest: dict) -> list[str]:

@@ -64,3 +64,40 @@ def test_trace_index_covers_every_trace():
         index = {r["file"] for r in results_readme.read_jsonl(folder / "index.jsonl")}
         files = {p.name for p in folder.glob("*.jsonl") if p.name != "index.jsonl"}
         assert index == files
+
+
+@pytest.mark.parametrize("figure", ["jam-adult", "jam-titanic"])
+def test_the_committed_run_table_gives_the_committed_figure(figure, tmp_path):
+    """``runs.jsonl`` stands for the (uncommitted) Parquet store: the figure's
+    table computed from it is the committed ``figure.md``."""
+    import pandas as pd
+
+    import reproduce
+
+    folder = reproduce.folder(figure)
+    runs = pd.read_json(reproduce.runs_table(folder), lines=True, dtype=False)
+    reproduce.write_markdown(figure, reproduce.table(figure, runs), tmp_path / "figure.md")
+    assert (tmp_path / "figure.md").read_text() == (folder / "figure.md").read_text()
+
+
+def test_a_store_exports_to_its_run_table(tmp_path):
+    """export_runs writes one JSON line per stored run, and the figure's table
+    reads the same rows back."""
+    import pandas as pd
+
+    import reproduce
+    from synth_core.experiments import RUN_COLUMNS, ResultStore
+
+    store = ResultStore(tmp_path / "store")
+    for i, err in enumerate((0.25, 0.75)):
+        store.write({c: None for c in RUN_COLUMNS} | dict(
+            run_id=f"r{i}", dataset="titanic", mechanism="aim", epsilon=1.0, seed=i,
+            status="finished", workload_error=err, cpu_seconds=1.0))
+    reproduce.export_runs(store, tmp_path / "runs.jsonl")
+    rows = results_readme.read_jsonl(tmp_path / "runs.jsonl")
+    assert [r["run_id"] for r in rows] == ["r0", "r1"]
+    assert [r["workload_error"] for r in rows] == [0.25, 0.75]
+    back = pd.read_json(tmp_path / "runs.jsonl", lines=True, dtype=False)
+    assert back["workload_error"].mean() == pytest.approx(0.5)
+    assert reproduce.runs_table(tmp_path / "vertical_adult").name == "sweep_runs.jsonl"
+    assert reproduce.runs_table(tmp_path / "jam_adult").name == "runs.jsonl"
