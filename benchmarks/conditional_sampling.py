@@ -5,14 +5,14 @@ private columns from the fitted model (``synth_core.conditional``). Its cost
 depends on the model's junction tree and on the public patterns of the data,
 not on the fitted values, so this benchmark rebuilds the junction tree of a
 real run's final model from that run's round trace
-(``results/vertical_traces/*conditional-*.jsonl``, written by
+(``results/vertical_adult/traces/*conditional-*.jsonl``, written by
 ``vertical.py --trace``: every clique the run measured, the exact public
 marginals included), gives its cliques random log-potentials, and times
 ``sample_private_given_public`` on Adult's real public columns (48,842
 records). Fitting the model instead would take up to an hour per trace.
 
 One JSON line per (trace, method, repeat) goes to
-``benchmarks/results/conditional_sampling.jsonl`` (and to stdout), with the
+``benchmarks/results/vertical_adult/conditional_sampling.jsonl`` (and to stdout), with the
 commit of the code it timed::
 
     python benchmarks/conditional_sampling.py                  # every conditional trace
@@ -35,8 +35,8 @@ from vertical import public_columns
 
 sys.path.insert(0, str(ROOT))
 
-TRACES = ROOT / "benchmarks" / "results" / "vertical_traces"
-RESULTS = ROOT / "benchmarks" / "results" / "conditional_sampling.jsonl"
+TRACES = ROOT / "benchmarks" / "results" / "vertical_adult" / "traces"
+RESULTS = ROOT / "benchmarks" / "results" / "vertical_adult" / "conditional_sampling.jsonl"
 
 
 def traced_cliques(path: Path) -> list[tuple[str, ...]]:
@@ -76,7 +76,7 @@ def commit() -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", nargs="*", type=Path,
-                    help="trace files (default: every conditional trace in results/vertical_traces)")
+                    help="trace files (default: every conditional trace in results/vertical_adult/traces)")
     ap.add_argument("--methods", nargs="+", default=["systematic"], choices=["systematic", "iid"])
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--results", type=Path, default=RESULTS)

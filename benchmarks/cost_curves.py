@@ -12,13 +12,13 @@ per backend and size, in a fresh process (so that peak memory is that run's):
 * ``peak_rss_mb``: peak resident memory of our process (Spark: also the JVM's);
 * passes and bytes scanned (``CountStats``).
 
-Then the log-log slope of count time against rows per backend, and the targets
-of issue 8. One JSON line per record (``--out`` keeps a copy); ``--plot`` draws
+Then the log-log slope of count time against rows per backend, and the cost
+targets. One JSON line per record (``--out`` keeps a copy); ``--plot`` draws
 a PNG (Plotly, exported by kaleido from the ``[bench]`` extra with an installed
 Chrome or Chromium).
 
     nice -n 10 .venv/bin/python benchmarks/cost_curves.py \
-        --out benchmarks/results/cost_curves.jsonl --plot benchmarks/results/cost_curves.png
+        --out benchmarks/results/cost_curves/runs.jsonl --plot benchmarks/results/cost_curves/plot.png
 """
 
 from __future__ import annotations

@@ -15,8 +15,12 @@ Figures:
 
 All: all-3-way workload, delta 1e-9, bounded DP, the mechanisms' paper
 defaults, epsilon in {0.1, 1, 10}, seeds 0-2. Each run is its own process
-(``isolate``), so a long sweep stays bounded in memory; results go to
-``benchmarks/results/sweeps/<figure>/`` and stopping and restarting resumes.
+(``isolate``), so a long sweep stays bounded in memory. Each figure has its
+folder ``benchmarks/results/<figure>/`` (``jam_adult``, ``jam_titanic``): the
+per-run Parquet files in ``store/`` (kept out of git; stopping and restarting
+resumes), the table of every stored run ``runs.jsonl`` (committed; see
+:func:`runs_table`), and
+``figure.md`` / ``figure.png``.
 CPU time on this 2-core machine (one run at a time; see
 docs/experiments.md): Titanic about 1 h for three seeds, JAM Adult 5.1 h
 for three seeds (AIM and GEM run once: every split has the same private
@@ -34,15 +38,56 @@ with an installed Chrome or Chromium; without them the table is still written. T
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
 
+import pandas as pd
 from common import DATA, ROOT, emit, require_shared
 
 from synth_core.experiments import DatasetSpec, MechanismSpec, ResultStore, Sweep, run_sweep
 
 OUT = ROOT / "benchmarks" / "results"
+
+
+def folder(figure: str) -> Path:
+    """The figure's results folder (``jam-adult`` -> ``benchmarks/results/jam_adult``)."""
+    return OUT / figure.replace("-", "_")
+
+
+#: the committed run table of a folder's Parquet store, where ``runs.jsonl``
+#: is another script's (``vertical_adult/runs.jsonl`` is benchmarks/vertical.py's)
+STORE_TABLES = {"vertical_adult": "sweep_runs.jsonl"}
+
+
+def runs_table(folder_path: Path) -> Path:
+    """The committed table that stands for ``folder_path/store``."""
+    return folder_path / STORE_TABLES.get(folder_path.name, "runs.jsonl")
+
+
+def figure_store(figure: str) -> ResultStore:
+    """The figure's per-run Parquet store (not committed; see :func:`export_runs`)."""
+    return ResultStore(folder(figure) / "store")
+
+
+def export_runs(store: ResultStore, path: Path) -> None:
+    """Write every stored run, one JSON line each sorted by run id: the committed
+    table that stands for the Parquet store."""
+    runs = store.runs().sort_values("run_id")
+    rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+            for r in runs.to_dict("records")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def stored_runs(figure: str) -> pd.DataFrame:
+    """The figure's runs: from the Parquet store when it holds any, else from
+    the committed table (:func:`runs_table`)."""
+    runs = figure_store(figure).runs()
+    table_file = runs_table(folder(figure))
+    if len(runs) or not table_file.exists():
+        return runs
+    return pd.read_json(table_file, lines=True, dtype=False)
 EPSILONS = (0.1, 1.0, 10.0)
 SETTINGS = {"delta": 1e-9, "workload": "all-3way", "neighbours": "bounded"}
 #: vertical split: the first round(f * 15) columns are public (demographics first)
@@ -107,12 +152,11 @@ def build_sweeps(figure: str, mechanisms=None, seeds=(0, 1, 2), epsilons=EPSILON
     return sweeps
 
 
-def table(figure: str, store: ResultStore) -> list[dict]:
+def table(figure: str, runs: pd.DataFrame) -> list[dict]:
     """Mean, min and max error over seeds per (dataset, mechanism, epsilon); a private-only
     mechanism's runs (made on the first split) are shown under every split."""
     spec = FIGURES[figure]
     metric = spec["metric"]
-    runs = store.runs()
     runs = runs[runs["status"] == "finished"]
     # only runs of the figure's current configuration: a run made with other
     # settings (e.g. AIM with 100 fit iterations per round, its old default)
@@ -302,7 +346,7 @@ def main() -> None:
     ap.add_argument("--in-process", action="store_true",
                     help="run in this process instead of one process per run")
     args = ap.parse_args()
-    store = ResultStore(OUT / "sweeps" / args.figure)
+    store = figure_store(args.figure)
     if not args.plot_only:
         require_shared()
         for sweep in build_sweeps(args.figure, args.mechanisms, args.seeds, args.epsilons):
@@ -314,16 +358,18 @@ def main() -> None:
                     "dataset", "mechanism", "epsilon", "seed", "status", "workload_error",
                     "workload_error_private", "seconds", "cpu_seconds", "peak_rss_mb",
                     "error")})
-    rows = table(args.figure, store)
+    if len(store.runs()):
+        export_runs(store, runs_table(folder(args.figure)))
+    rows = table(args.figure, stored_runs(args.figure))
     for r in rows:
         emit(bench=f"reproduce-{args.figure}-summary", **r)
     for f in findings(args.figure, rows):
         emit(bench=f"reproduce-{args.figure}-finding", **f)
-    figures = OUT / "figures"
-    figures.mkdir(parents=True, exist_ok=True)
-    write_markdown(args.figure, rows, figures / f"{args.figure}.md")
-    if rows and plot(args.figure, rows, figures / f"{args.figure}.png"):
-        print(f"wrote {figures / (args.figure + '.png')}", file=sys.stderr)
+    out = folder(args.figure)
+    out.mkdir(parents=True, exist_ok=True)
+    write_markdown(args.figure, rows, out / "figure.md")
+    if rows and plot(args.figure, rows, out / "figure.png"):
+        print(f"wrote {out / 'figure.png'}", file=sys.stderr)
 
 
 if __name__ == "__main__":

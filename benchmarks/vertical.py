@@ -11,14 +11,14 @@ process, so ``peak_rss_mb`` is that run's peak. Every run reports two errors
 
 * ``error_all``: workload error on the whole all-3-way workload ``W``;
 * ``error_private``: on ``W'``, the 3-way marginals with at least one private
-  column (the issue's measure for conditional methods; conditional methods are
+  column (the vertical paper's measure for conditional methods; conditional methods are
   exact on the others).
 
 Plain AIM ignores the split, so one run of it is scored on the ``W'`` of
 every fraction asked for (the extra rows carry ``shared_run``: the fraction
 whose run they share).
 
-Results are appended to ``benchmarks/results/vertical.jsonl`` (one JSON line
+Results are appended to ``benchmarks/results/vertical_adult/runs.jsonl`` (one JSON line
 per run, printed too); a finished (fraction, mechanism, epsilon, seed) is
 skipped when the script runs again, so it can be stopped and resumed.
 
@@ -28,7 +28,7 @@ skipped when the script runs again, so it can be stopped and resumed.
     python benchmarks/vertical.py --missing          # runs still to do, with their commands
 
 ``--score`` chooses what the tables and orderings compare: ``private`` (the
-default) scores every mechanism on ``W'``, ``all`` on ``W``. The issue runs
+default) scores every mechanism on ``W'``, ``all`` on ``W``. The paper runs
 AIM and vJAM-PGM on ``W`` and the conditional methods on ``W'``; on ``W`` the
 all-public marginals count too: the conditional methods are exact on them,
 vJAM-PGM measures the ones it selects exactly, and plain AIM measures them
@@ -54,14 +54,14 @@ measurement, and the previous pick's model error after the refit
 (``absorbed``: the share of its error that measurement removed), to
 ``DIR/<run>.curator-only.jsonl``.
 
-    python benchmarks/vertical.py --fractions 0.25 --compare-traces benchmarks/results/vertical_traces/0.25_*_10_0.jsonl
+    python benchmarks/vertical.py --fractions 0.25 --compare-traces benchmarks/results/vertical_adult/traces/0.25_*_10_0.jsonl
 
 Sampling. Conditional runs record ``sampling`` (``synth_core.conditional.
 CONDITIONAL_SAMPLING``: systematic draws) and score the same fitted model a
 second time with independent per-record draws: ``error_private_iid`` and
 ``error_by_public_count_iid`` give the sampling step's share of the error
-without a second fit. Conditional rows stored before the systematic draws
-(no ``sampling`` field) are read as ``<mechanism>@iid sampling``.
+without a second fit. Conditional rows without a ``sampling`` field drew
+every record independently and are read as ``<mechanism>@iid sampling``.
 ``error_private_model`` and ``error_by_public_count_model`` score the
 fitted model's expected output instead of the one synthetic table (see
 :func:`own_output_errors`): how the models compare without sampling noise.
@@ -94,14 +94,10 @@ MECHANISMS = {
     "conditional-aim": ("aim", True),
     "conditional-vjam-pgm": ("vjam-pgm", True),
 }
-RESULTS = ROOT / "benchmarks" / "results" / "vertical.jsonl"
+FOLDER = ROOT / "benchmarks" / "results" / "vertical_adult"
+RESULTS = FOLDER / "runs.jsonl"
 #: the label suffix of conditional runs made with independent per-record draws
 IID_SUFFIX = "@iid sampling"
-#: the runs of the memory target (Conditional AIM and vJAM-PGM, 75% public columns),
-#: made with the fit-memory bounds of synth_core.model and conditional.fit_oracle:
-#:   python benchmarks/vertical.py --results benchmarks/results/vertical_memory.jsonl \
-#:       --fractions 0.75 --mechanisms conditional-aim conditional-vjam-pgm --seeds 0
-MEMORY_RESULTS = ROOT / "benchmarks" / "results" / "vertical_memory.jsonl"
 
 
 def public_columns(fraction: float) -> list[str]:
@@ -132,6 +128,37 @@ def uses_public_columns(label: str) -> bool:
     """Plain AIM ignores the split: one run of it serves every fraction."""
     name, conditional = MECHANISMS[label]
     return name == "vjam-pgm" or conditional
+
+
+def trace_name(fraction: float, label: str, epsilon: float, seed: int, rho_scale: float = 1.0,
+               fit_iters: int | None = None, rounds: int | None = None) -> str:
+    """A trace file's name: ``<fraction>_<mechanism>_<epsilon>_<seed>.jsonl``, and
+    for a run whose budget, fit iterations or rounds are not the mechanism's own
+    a short digest of its stored label before ``.jsonl`` (the parameters
+    themselves are columns of the folder's ``index.jsonl``)."""
+    import hashlib
+
+    base = f"{fraction:g}_{label}_{epsilon:g}_{seed}"
+    stored = stored_label(label, rho_scale, fit_iters, rounds)
+    if stored != label:
+        base += "_" + hashlib.sha1(stored.encode()).hexdigest()[:6]
+    return base + ".jsonl"
+
+
+def write_trace(folder: Path, name: str, records, fraction: float, label: str, epsilon: float,
+                seed: int, rho_scale: float, fit_iters: int | None, rounds: int | None) -> None:
+    """Write one trace file (one JSON line per record) and its row of
+    ``folder/index.jsonl`` (file name and run parameters; a rewritten file's
+    row replaces its old one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    index = folder / "index.jsonl"
+    rows = [json.loads(l) for l in index.read_text().splitlines() if l.strip()] \
+        if index.exists() else []
+    rows = [r for r in rows if r["file"] != name] + [dict(
+        file=name, public_fraction=fraction, mechanism=label, epsilon=epsilon, seed=seed,
+        rho_scale=rho_scale, fit_iters=fit_iters, rounds=rounds)]
+    index.write_text("".join(json.dumps(r) + "\n" for r in sorted(rows, key=lambda r: r["file"])))
 
 
 def run_one(fraction: float, label: str, epsilon: float, seed: int,
@@ -177,20 +204,18 @@ def run_one(fraction: float, label: str, epsilon: float, seed: int,
         if event.round > 0:
             rounds += 1
             public_rounds += event.source != "private"
+    name = trace_name(fraction, label, nominal, seed, rho_scale, fit_iters, rounds_option)
     if trace is not None:
-        trace.mkdir(parents=True, exist_ok=True)
-        name = f"{fraction:g}_{label_stored}_{nominal:g}_{seed}.jsonl"
-        (trace / name.replace(" ", "")).write_text("".join(json.dumps(e) + "\n" for e in events))
+        write_trace(trace, name, events, fraction, label, nominal, seed, rho_scale, fit_iters,
+                    rounds_option)
     res = synth.result
     # the run's own time; the benchmark's extra draws below are timed apart
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
     if curator_trace is not None:
-        curator_trace.mkdir(parents=True, exist_ok=True)
-        name = f"{fraction:g}_{label_stored}_{nominal:g}_{seed}.curator-only.jsonl"
-        (curator_trace / name.replace(" ", "")).write_text("".join(
-            json.dumps(r) + "\n" for r in curator_round_records(
-                raw, res.inputs.data.private.cells,
-                getattr(synth.engine.mechanism, "weights", None))))
+        write_trace(curator_trace, name.replace(".jsonl", ".curator-only.jsonl"),
+                    curator_round_records(raw, res.inputs.data.private.cells,
+                                          getattr(synth.engine.mechanism, "weights", None)),
+                    fraction, label, nominal, seed, rho_scale, fit_iters, rounds_option)
     private, synthetic = res.inputs.data.private, res.synthetic_table
     cond = res.report.get("conditional_generation") or {}
     errors = per_marginal_errors(private, synthetic, res.workload)
@@ -414,9 +439,9 @@ def read_rows(*paths: Path) -> list[dict]:
 
 
 def with_sampling_label(row: dict) -> dict:
-    """A conditional run stored before the systematic draws (its row has no
-    ``sampling`` field) drew every record independently: it is a result of
-    ``<mechanism>@iid sampling``, not of the current default."""
+    """A conditional run whose row has no ``sampling`` field drew every record
+    independently: it is a result of ``<mechanism>@iid sampling``, not of the
+    default (systematic draws)."""
     if not row["mechanism"].startswith("conditional-") or "sampling" in row:
         return row
     return dict(row, mechanism=row["mechanism"] + IID_SUFFIX, sampling="iid")
@@ -442,18 +467,18 @@ def figure(paths: list[Path]) -> None:
              "max": max(x["error_private"] for x in rs),
              "cpu_seconds": statistics.mean(x["cpu_seconds"] for x in rs)}
             for (d, m, e), rs in sorted(groups.items())]
-    out = reproduce.OUT / "figures"
+    out = reproduce.folder("vertical-adult")
     out.mkdir(parents=True, exist_ok=True)
-    reproduce.write_markdown("vertical-adult", rows, out / "vertical-adult.md")
-    if rows and reproduce.plot("vertical-adult", rows, out / "vertical-adult.png"):
-        print(f"wrote {out / 'vertical-adult.png'}", file=sys.stderr)
+    reproduce.write_markdown("vertical-adult", rows, out / "figure.md")
+    if rows and reproduce.plot("vertical-adult", rows, out / "figure.png"):
+        print(f"wrote {out / 'figure.png'}", file=sys.stderr)
 
 
 def missing_runs(rows: list[dict], fractions, mechanisms, epsilons, seeds) -> list[dict]:
     """The runs at the mechanisms' defaults not in ``rows`` yet: one entry per
     (fraction, mechanism, epsilon) with the seeds left, the mean CPU seconds
-    of that cell's finished runs (``None`` if none; rows stored before the
-    scoring was timed apart include the scoring draws) and the command."""
+    of that cell's finished runs (``None`` if none; rows without
+    ``scoring_seconds`` include the scoring draws) and the command."""
     finished = [r for r in rows if not r.get("failed")]
     done = {key(r) for r in finished}
     out = []
@@ -513,13 +538,13 @@ TABLE_COLUMNS = [("aim", "AIM"), ("aim@fit_iters 100", "AIM, 100 it."),
 
 
 def markdown(paths: list[Path], score: str = "private") -> None:
-    """The summary as a Markdown table (docs/mechanisms.md): mean error on W'
-    (``score="all"``: on W),
+    """The summary as a Markdown table (benchmarks/results/vertical_adult/README.md):
+    mean error on W' (``score="all"``: on W),
     seeds and peak MiB per mechanism; "100 it." columns are AIM runs with 100
-    fit iterations per round (the default before AIM got its authors' 1,000),
+    fit iterations per round (AIM's default is its authors' 1,000),
     "vJAM-PGM, 1,000 it." vJAM-PGM with 1,000 instead of its default 100;
-    "iid draws" conditional runs made before the systematic draws (each
-    record's private values drawn independently);
+    "iid draws" conditional runs whose records' private values were drawn
+    independently (rows without a ``sampling`` field);
     "lowest" is among the four mechanisms at their defaults."""
     field = SCORES[score]
     rows = read_rows(*paths)
@@ -564,21 +589,20 @@ def main():
                     help="the mechanism's rounds option (AIM: budget scale T; default: its "
                          "own); a run with it is stored as '<mechanism>@rounds N'")
     ap.add_argument("--figure", action="store_true",
-                    help="write benchmarks/results/figures/vertical-adult.png and .md from the "
-                         "results (as --summary merges them)")
+                    help="write benchmarks/results/vertical_adult/figure.png and .md from the "
+                         "results")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="the results file to append to (default: %(default)s)")
     ap.add_argument("--markdown", action="store_true",
-                    help="print the results (with vertical_memory.jsonl's) as the Markdown "
-                         "table of docs/mechanisms.md")
+                    help="print the results as the Markdown table of "
+                         "benchmarks/results/vertical_adult/README.md")
     ap.add_argument("--score", choices=list(SCORES), default="private",
                     help="what --markdown and --summary score and order the mechanisms on: "
                          "'private', W' (the 3-way marginals with a private column), or "
                          "'all', W (every 3-way marginal; conditional runs are exact on the "
                          "all-public ones) (default: %(default)s)")
     ap.add_argument("--summary", action="store_true",
-                    help="print the summary of the results file and of "
-                         "vertical_memory.jsonl (its runs replace the same runs)")
+                    help="print the summary of the results file")
     ap.add_argument("--missing", action="store_true",
                     help="list the runs of --fractions x --mechanisms x --epsilons x --seeds "
                          "(at the defaults) not in the results yet, with their commands")
@@ -600,7 +624,7 @@ def main():
     ap.add_argument("--also", nargs="*", type=float, default=[],
                     help=argparse.SUPPRESS)  # with --one, plain AIM: rows for these fractions too
     args = ap.parse_args()
-    merged = [args.results] + ([MEMORY_RESULTS] if args.results == RESULTS else [])
+    merged = [args.results]
     if args.summary:
         return summary(merged, args.score)
     if args.figure:

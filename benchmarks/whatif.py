@@ -1,6 +1,6 @@
 """What-if accuracy: does the zero-cost prediction match the real workload error?
 
-Target (issue): the what-if curve for JAM-PGM on adult_pub025 predicts the real
+Target: the what-if curve for JAM-PGM on adult_pub025 predicts the real
 workload error at epsilon 1 within a factor of 1.5.
 
 Prediction: JAM-PGM (paper defaults: 30 rounds, 80 MB, all-3way, delta 1e-9,
@@ -11,10 +11,10 @@ count n (public under bounded DP), with a stand-in public table made by
 rows) and/or ``halves`` (the public rows split into two disjoint halves).
 
 Real: JAM-PGM on the private table with the public table (curator-only error),
-read from ``results/comparison_issue4.jsonl`` or ``results/whatif.jsonl``;
+read from ``results/peers/comparison.jsonl`` or ``results/whatif/runs.jsonl``;
 with ``--run-real`` the missing ones are run here and recorded.
 
-Every run is appended to ``results/whatif.jsonl`` (``whatif-run`` and
+Every run is appended to ``results/whatif/runs.jsonl`` (``whatif-run`` and
 ``whatif-real`` lines; finished ones are skipped when the script runs again);
 a ``whatif`` summary line per (data, epsilon, split) gives predicted, real,
 ratio and seconds.
@@ -33,7 +33,7 @@ import time
 from common import ROOT, cpu_seconds, dataset, emit, public_proxy, require_shared
 
 RESULTS = ROOT / "benchmarks" / "results"
-OUT = RESULTS / "whatif.jsonl"
+OUT = RESULTS / "whatif" / "runs.jsonl"
 MECHANISM = "jam-pgm"
 
 
@@ -46,7 +46,7 @@ def _lines(path):
 def real_errors(data: str, epsilon: float) -> dict[int, float]:
     """Real JAM-PGM workload errors by seed, from the recorded results."""
     out = {}
-    for r in _lines(RESULTS / "comparison_issue4.jsonl") + _lines(OUT):
+    for r in _lines(RESULTS / "peers" / "comparison.jsonl") + _lines(OUT):
         if (r.get("bench") in ("comparison", "whatif-real") and r.get("data") == data
                 and r.get("mechanism") == MECHANISM and float(r.get("epsilon")) == epsilon
                 and not r.get("options")):

@@ -9,7 +9,7 @@ calibrated junction tree whose cliques cover ``r``,
 
 and ``M_r(p)`` is that product summed over every variable outside ``r``
 (an ``einsum`` over a few small arrays). The authors' code instead compiles one
-JAX program per candidate per round (DESIGN.md section 5); this module keeps
+JAX program per candidate per round; this module keeps
 scoring free of compilation, so a long-lived process does not accumulate
 compiled programs.
 """

@@ -2,7 +2,7 @@
 
 Estimation and sampling are ``mbi``'s. What this module adds is how they are
 driven, because every new clique structure is a new compiled JAX program
-(DESIGN.md section 5):
+(docs/performance.md, "Where the time goes"):
 
 * one compiled program per fit, with a single marginal-oracle call site:
   ``mbi``'s mirror descent with Armijo line search, shifted so that each step

@@ -5,7 +5,7 @@ mechanism is charged to one :class:`Ledger`, which raises
 :class:`~synth_core.errors.BudgetExceededError` instead of spending beyond its
 total.
 
-Building blocks (DESIGN.md section 2):
+Building blocks (their use by each mechanism: docs/mechanisms.md):
 
 * Gaussian mechanism: adding ``N(0, s^2)`` per cell to a query of L2
   sensitivity ``d`` costs ``rho = d^2 / (2 s^2)``.

@@ -1,5 +1,5 @@
-"""Two browser sessions at once, and nothing lost across pages (issue 7, parts 6 and 7)
-or on a reload (trust issue, item 1).
+"""Two browser sessions at once, and nothing lost across pages
+or on a reload.
 
 Streamlit AppTest sessions of the real app (no mocks): each session keeps its
 own Workbench in ``st.session_state["wb"]``, found again by a new session

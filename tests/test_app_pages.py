@@ -287,9 +287,9 @@ def test_budget_form_widgets_default_to_the_saved_settings():
     """A browser that mounts the budget form afresh, without widget state (the
     run that sent the session-state values was cut short under load), shows
     each widget's own default. Those defaults are the saved settings, so a Save
-    cannot store minimums the user never chose (epsilon 0.01, 0.1 MB), which
-    the browser test once caught. A model size under the 10 MB conditioning
-    bound saves too (it used to fail with an error about condition_max_mb)."""
+    cannot store minimums the user never chose (epsilon 0.01, 0.1 MB). A model
+    size under the 10 MB conditioning bound saves too (no error about
+    condition_max_mb)."""
     from synth_core.workbench import EPSILON_GRID
 
     at = go(load_titanic(new_app()), "app_pages/workload.py")

@@ -291,7 +291,7 @@ def test_gem_pub_on_titanic_learns_from_accurate_measurements_and_samples_its_di
       columns with many values is right.
 
     (At epsilon 1 on this sample each measured cell's noise is about 9% of n and
-    GEM fits it: the algorithm, not a bug; docs/mechanisms.md, GEM findings.)
+    GEM fits it: the algorithm, not a bug; benchmarks/results/peers/NOTES.md.)
     """
     from synth_core import load_sample
     from synth_core.mechanisms.query_release import CountingQueries

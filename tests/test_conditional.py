@@ -235,8 +235,8 @@ def test_a_tight_bound_drops_public_marginals_and_says_so(small_private, small_s
 
 def test_the_bound_follows_a_small_model_size(small_private, small_schema):
     """The 10 MB default bound is capped at the maximum model size: a model size
-    below 10 MB needs no second setting (it used to fail every Private-PGM
-    mechanism, conditional or not, with an error about condition_max_mb)."""
+    below 10 MB needs no second setting (every Private-PGM mechanism,
+    conditional or not, runs without an error about condition_max_mb)."""
     from synth_core.mechanisms import MECHANISMS
 
     for name in ("aim", "jam-pgm", "vjam-pgm"):

@@ -11,7 +11,7 @@ fraction and neighbouring relation, a run through the public API
   PMW-Pub, GEM, GEM-Pub always; JAM-PGM and vJAM-PGM unless the last round
   picked a public candidate, which leaves exactly that round's measurement
   share unspent);
-* charges every step what DESIGN.md section 2 says, recomputed from what the
+* charges every step what synth_core.privacy's functions give, recomputed from what the
   run *released*: a Gaussian measurement ``L2^2 / (2 std^2)`` from the noise
   std recorded in the measurement (the std the noise was drawn with), the
   exponential mechanism ``eps^2 / 8`` and permute-and-flip ``eps^2 / 2`` from

@@ -1,6 +1,6 @@
-"""Release mode: discrete Gaussian measurements and secure selection (issue 7, part 1).
+"""Release mode: discrete Gaussian measurements and secure selection.
 
-Research mode (seeded numpy noise) must stay what it was; release mode must
+Research mode (seeded numpy noise) keeps its seeded output; release mode must
 measure integer counts with OpenDP's discrete Gaussian at the same cost, select
 with noise from OpenDP's secure sampler, refuse a seed, and say so in the report.
 No mocks: OpenDP and the engine run for real.

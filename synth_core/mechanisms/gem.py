@@ -290,7 +290,7 @@ class _Trainer:
         a noisy measurement of a cell to which the generator gives almost no
         probability has a negligible gradient, the loss does not move, and the
         authors' loop would spend all its steps there (on Adult at epsilon 0.1,
-        100 steps in 26 of 50 rounds; docs/mechanisms.md).
+        100 steps in 26 of 50 rounds; benchmarks/results/peers/NOTES.md).
         """
         torch = _torch()
         gen = self.gen

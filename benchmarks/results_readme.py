@@ -1,0 +1,156 @@
+"""Write each results folder's README.md from its manifest.json and tables.
+
+Every experiment under ``benchmarks/results/<name>/`` has a ``manifest.json``:
+``title``, ``description``, ``commands`` (what regenerates the folder),
+``code`` (the commits its files were produced at and the commit they were
+moved at), ``date``, ``machine``, ``files`` (each committed file and what it
+holds), ``untracked`` (bulky files kept out of git and the command that makes
+them) and ``tables`` (row selections of the committed JSONL files shown in
+the README). A folder with a Parquet store (``store/runs``) first has its
+``runs.jsonl`` rewritten from the store, so the committed table follows the
+store. The README is generated: edit the manifest, the tables or the folder's
+hand-written ``NOTES.md``, then run
+
+    python benchmarks/results_readme.py              # every folder
+    python benchmarks/results_readme.py jam_adult    # one folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def cell(value) -> str:
+    """A table cell: floats to 4 significant digits, lists and dicts as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, dict)):
+        text = json.dumps(value, separators=(",", ":"))
+        return text if len(text) <= 60 else text[:57] + "..."
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(rows: list[dict], columns: list[str]) -> list[str]:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
+    return lines
+
+
+def selected(rows: list[dict], where: dict) -> list[dict]:
+    """The rows whose fields equal every ``where`` value."""
+    return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+
+
+def vertical_tables(folder: Path) -> list[str]:
+    """The vertical experiment's two summary tables (``vertical.py --markdown``)."""
+    import vertical
+
+    out = []
+    for score, title in (("private", "Error on W' (3-way marginals with a private column)"),
+                         ("all", "Error on W (every 3-way marginal)")):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            vertical.markdown([folder / "runs.jsonl"], score)
+        table = [line for line in buf.getvalue().splitlines() if line.startswith("|")]
+        out += [f"### {title}", "", f"`python benchmarks/vertical.py --markdown --score {score}`",
+                "", *table, ""]
+    return out
+
+
+#: folder-specific sections computed by the benchmark's own code
+DERIVED = {"vertical_adult": vertical_tables}
+
+
+def export_store(folder: Path) -> None:
+    """Rewrite the folder's run table (``runs.jsonl``; see ``reproduce.runs_table``)
+    from its Parquet store, if it has one."""
+    store_runs = folder / "store" / "runs"
+    if store_runs.exists() and any(store_runs.glob("*.parquet")):
+        import reproduce
+        from synth_core.experiments import ResultStore
+
+        reproduce.export_runs(ResultStore(folder / "store"), reproduce.runs_table(folder))
+
+
+def provenance(manifest: dict) -> list[str]:
+    code, machine = manifest["code"], manifest.get("machine", {})
+    lines = ["## Provenance", "",
+             f"- produced at commit(s) {', '.join(code['produced_at'])}; moved into this "
+             f"folder at {code['moved_at']}",
+             f"- date: {manifest['date']}"]
+    if machine:
+        lines.append("- machine: " + "; ".join(f"{k} {v}" for k, v in machine.items()))
+    return lines + [""]
+
+
+def files_section(folder: Path, manifest: dict) -> list[str]:
+    lines = ["## Files", ""]
+    for name, what in manifest["files"].items():
+        path = folder / name
+        count = ""
+        if path.is_file() and path.suffix == ".jsonl":
+            count = f" ({len(read_jsonl(path))} rows)"
+        elif path.is_dir():
+            count = f" ({sum(1 for p in path.glob('*.jsonl') if p.name != 'index.jsonl')} files)"
+        lines.append(f"- `{name}`{count}: {what}")
+    for name, what in manifest.get("untracked", {}).items():
+        lines.append(f"- `{name}` (not in git): {what}")
+    if (folder / "NOTES.md").exists():
+        lines.append("- `NOTES.md`: hand-written conclusions from these runs")
+    return lines + [""]
+
+
+def readme(folder: Path) -> str:
+    """The README text of one results folder."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    lines = [f"# {manifest['title']}", "",
+             "Generated by `python benchmarks/results_readme.py` from `manifest.json` "
+             "and the tables; do not edit by hand.", "", manifest["description"], "",
+             "## Regenerate", "", "```", *manifest["commands"], "```", ""]
+    lines += provenance(manifest) + files_section(folder, manifest)
+    summary = []
+    for spec in manifest.get("tables", []):
+        rows = selected(read_jsonl(folder / spec["file"]), spec.get("where", {}))
+        summary += [f"### {spec['title']}", "", *markdown_table(rows, spec["columns"]), ""]
+    if (folder / "figure.md").exists():
+        figure = (folder / "figure.md").read_text().splitlines()
+        summary += [line.replace("## ", "#### ", 1) if line.startswith("## ") else line
+                    for line in figure[1:]] + [""]
+    if folder.name in DERIVED:
+        summary += DERIVED[folder.name](folder)
+    if summary:
+        lines += ["## Summary", "", *summary]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folders", nargs="*", help="folder names under benchmarks/results (default: all)")
+    args = ap.parse_args(argv)
+    names = args.folders or sorted(p.parent.name for p in RESULTS.glob("*/manifest.json"))
+    for name in names:
+        folder = RESULTS / name
+        export_store(folder)
+        (folder / "README.md").write_text(readme(folder), encoding="utf-8")
+        print(f"wrote {folder / 'README.md'}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

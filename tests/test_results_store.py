@@ -1,0 +1,103 @@
+"""The committed results store: one folder per experiment, each with a
+manifest that says how to regenerate it, a README generated from that
+manifest and the tables, plain file names, and no bulky per-run files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import results_readme  # noqa: E402
+
+FOLDERS = sorted(p.parent for p in RESULTS.glob("*/manifest.json"))
+MANIFEST_KEYS = {"title", "description", "commands", "code", "date", "machine", "files"}
+
+
+def tracked(folder: Path) -> list[str]:
+    out = subprocess.run(["git", "ls-files", str(folder)], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    return out.splitlines()
+
+
+def test_every_folder_has_a_manifest():
+    folders = sorted(p for p in RESULTS.iterdir() if p.is_dir())
+    assert folders and folders == FOLDERS
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_manifest_names_the_commands_and_the_files_that_exist(folder):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert MANIFEST_KEYS <= set(manifest)
+    assert manifest["commands"] and manifest["code"]["produced_at"] and manifest["code"]["moved_at"]
+    for name in manifest["files"]:
+        assert (folder / name).exists(), f"{folder.name}/{name} listed but missing"
+    for spec in manifest.get("tables", []):
+        rows = results_readme.selected(results_readme.read_jsonl(folder / spec["file"]),
+                                       spec.get("where", {}))
+        assert rows, f"{folder.name}: table {spec['title']!r} selects no rows"
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_readme_is_the_generated_one(folder):
+    assert (folder / "README.md").read_text() == results_readme.readme(folder), (
+        f"run: python benchmarks/results_readme.py {folder.name}")
+
+
+def test_plain_names_and_no_per_run_parquet_in_git():
+    files = tracked(RESULTS)
+    assert files
+    assert not [f for f in files if f.endswith(".parquet")]
+    assert not [f for f in files if "@" in f or " " in f]
+    assert not [f for f in files if "/store/" in f]
+
+
+def test_trace_index_covers_every_trace():
+    for sub in ("traces", "curator_traces"):
+        folder = RESULTS / "vertical_adult" / sub
+        index = {r["file"] for r in results_readme.read_jsonl(folder / "index.jsonl")}
+        files = {p.name for p in folder.glob("*.jsonl") if p.name != "index.jsonl"}
+        assert index == files
+
+
+@pytest.mark.parametrize("figure", ["jam-adult", "jam-titanic"])
+def test_the_committed_run_table_gives_the_committed_figure(figure, tmp_path):
+    """``runs.jsonl`` stands for the (uncommitted) Parquet store: the figure's
+    table computed from it is the committed ``figure.md``."""
+    import pandas as pd
+
+    import reproduce
+
+    folder = reproduce.folder(figure)
+    runs = pd.read_json(reproduce.runs_table(folder), lines=True, dtype=False)
+    reproduce.write_markdown(figure, reproduce.table(figure, runs), tmp_path / "figure.md")
+    assert (tmp_path / "figure.md").read_text() == (folder / "figure.md").read_text()
+
+
+def test_a_store_exports_to_its_run_table(tmp_path):
+    """export_runs writes one JSON line per stored run, and the figure's table
+    reads the same rows back."""
+    import pandas as pd
+
+    import reproduce
+    from synth_core.experiments import RUN_COLUMNS, ResultStore
+
+    store = ResultStore(tmp_path / "store")
+    for i, err in enumerate((0.25, 0.75)):
+        store.write({c: None for c in RUN_COLUMNS} | dict(
+            run_id=f"r{i}", dataset="titanic", mechanism="aim", epsilon=1.0, seed=i,
+            status="finished", workload_error=err, cpu_seconds=1.0))
+    reproduce.export_runs(store, tmp_path / "runs.jsonl")
+    rows = results_readme.read_jsonl(tmp_path / "runs.jsonl")
+    assert [r["run_id"] for r in rows] == ["r0", "r1"]
+    assert [r["workload_error"] for r in rows] == [0.25, 0.75]
+    back = pd.read_json(tmp_path / "runs.jsonl", lines=True, dtype=False)
+    assert back["workload_error"].mean() == pytest.approx(0.5)
+    assert reproduce.runs_table(tmp_path / "vertical_adult").name == "sweep_runs.jsonl"
+    assert reproduce.runs_table(tmp_path / "jam_adult").name == "runs.jsonl"
