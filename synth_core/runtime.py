@@ -17,7 +17,7 @@ A run applies two kinds of settings:
   capped at :data:`~synth_core.heap.MALLOC_ARENAS` (:mod:`synth_core.heap`
   says why). ``mallopt`` has no scope; it acts on arenas created after it,
   so it is applied when the first estimator is built, which every engine
-  (``Engine`` and ``DirectLoop``) does before its first round and before JAX
+  (``Engine`` and ``QueryReleaseLoop``) does before its first round and before JAX
   starts its threads for the run. ``MALLOC_ARENA_MAX`` in the environment wins.
 """
 
