@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..api import RunResult
+from ..engine import RoundEvent
 from ..errors import ConfigError
 from ..report import check_release, write_table
 from ..runner import FINISHED
@@ -140,9 +141,9 @@ def events_frame(events) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def candidates_frame(event) -> pd.DataFrame | None:
+def candidates_frame(event: RoundEvent) -> pd.DataFrame | None:
     """CURATOR-ONLY: the round's candidate pool with exact scores."""
-    cur = getattr(event, "curator", None)
+    cur = event.curator
     if cur is None:
         return None
     rows = [{"marginal": " × ".join(c.clique), "source": c.source, "score": s,
