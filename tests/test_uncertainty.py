@@ -244,7 +244,6 @@ def test_counting_query_mechanisms_report_not_available(small_private, small_pub
 # the Release page ------------------------------------------------------------------------
 
 def test_release_page_shows_the_bounds_table():
-    import time
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
@@ -261,10 +260,7 @@ def test_release_page_shows_the_bounds_table():
     wb.update_settings(rounds=3, fit_iters=20, final_fit_iters=50, seed=0)
     go("app_pages/run.py")
     at.button(key="start_run").click().run()
-    deadline = time.time() + 120
-    while wb.worker is not None and not wb.worker.done:
-        assert time.time() < deadline, "the run did not finish in time"
-        time.sleep(0.2)
+    assert wb.worker.wait(120), "the run did not finish in time"
     at.run()
     go("app_pages/release.py")
     assert any("Uncertainty of released marginals (95% bounds" in h.value for h in at.subheader)

@@ -356,8 +356,3 @@ def test_cli_unknown_public_column_is_named(tmp_path):
                     "--public-columns", "pclass,,sex", "--rounds", "2")
     assert res.returncode == 2 and "--public-columns" in res.stderr
 
-
-def test_cli_help_mentions_public_columns():
-    res = synth_cli("run", "--help")
-    assert res.returncode == 0
-    assert "--public-columns" in res.stdout and "vjam-pgm" in res.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -140,10 +139,7 @@ def test_workload_page_shows_the_what_if_preview():
     at.multiselect(key="wi_eps").set_value([0.5, 5.0])
     at.button[[b.label for b in at.button].index("Start what-if")].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    deadline = time.time() + 120
-    while wb.what_if_running:
-        assert time.time() < deadline
-        time.sleep(0.2)
+    assert wb.whatif_worker.wait(120), "the what-if did not finish in time"
     at.run()
     assert not at.exception and not at.error
     assert len(at.get("plotly_chart")) >= 1
