@@ -122,6 +122,7 @@ def test_marginals_in_any_column_order(sample):
         assert db.marginal(()).tolist() == [reference.n]
 
 
+@pytest.mark.slow
 @requires_java
 def test_spark_equals_memory_on_samples(sample, spark):
     schema, csv, parquet, reference = sample
@@ -136,6 +137,7 @@ def test_spark_equals_memory_on_samples(sample, spark):
     backend.close()
 
 
+@pytest.mark.slow
 @requires_java
 def test_spark_counts_a_spark_dataframe(spark):
     schema = load_schema(SAMPLE_DIR / "titanic/schema.json")
@@ -499,6 +501,7 @@ def test_duckdb_counts_again_after_close(flagged_files):
     db.close()
 
 
+@pytest.mark.slow
 @requires_java
 def test_spark_flag_column_and_public_columns_equal_memory(flagged_files, spark):
     path = flagged_files / "flagged.parquet"

@@ -30,6 +30,7 @@ import pandas as pd
 import pytest
 from conftest import all_keys, wait_until
 
+pytestmark = pytest.mark.slow   # a Streamlit server and Chromium
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("WORKBENCH_ARTIFACTS", "/tmp/workbench-artifacts"))
 CURATOR_KEYS = {"curator", "scores", "workload_error", "per_marginal_error", "true_error",

@@ -78,6 +78,7 @@ def test_run_on_sample_writes_release_files(tmp_path):
     assert json.loads(diag.read_text())["label"].startswith("CURATOR-ONLY")
 
 
+@pytest.mark.slow
 def test_private_domain_is_flagged(tmp_path):
     data = tmp_path / "t.csv"
     data.write_text("a,b\n" + "\n".join(f"{i % 3},{(i * 7) % 2}" for i in range(200)) + "\n")
@@ -170,6 +171,7 @@ def test_missing_output_folders_are_created_and_all_files_written(tmp_path, caps
     assert "not fit for publication" in capsys.readouterr().err   # warned even with --quiet
 
 
+@pytest.mark.slow
 def test_a_failing_report_write_leaves_no_synthetic_file_and_no_temp_file(tmp_path):
     """A real write failure: the process may write at most ``limit`` bytes per file
     (RLIMIT_FSIZE), enough for the Parquet synthetic data (about 7 kB) but not for

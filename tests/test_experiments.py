@@ -144,6 +144,7 @@ def _synth(*args, **kw):
                             start_new_session=True, **kw)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(tmp_path):
     (tmp_path / "s.toml").write_text(_spec_text(name="kill me", mechanisms='["jam-pgm", "mwem-pgm"]',
                                                 epsilons="[0.5, 1.0, 2.0]"))

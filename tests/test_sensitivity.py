@@ -287,6 +287,7 @@ def largest_changes(mech, state, plan, pool, rows, setup: Setup) -> Changes:
 
 # -- selection and measurement sensitivities of the PGM mechanisms --------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", ENGINE_SETUPS, ids=str)
 def test_pgm_mechanisms_stay_within_their_sensitivities(setup):
     """Random tables, the model fitted from the run's own noisy releases: no

@@ -113,6 +113,7 @@ def test_conditional_rows_without_a_sampling_field_read_as_iid(tmp_path):
                                         (0.25, "conditional-aim@iid sampling", 10.0, 0)}
 
 
+@pytest.mark.slow
 def test_the_expected_output_is_scored_without_sampling_noise(small_private, small_schema):
     """own_output_errors: a plain run's model marginals, a conditional run's
     average of 16 draws; both closer to the data than one independent draw."""

@@ -77,6 +77,7 @@ def test_independent_stand_in_uses_only_schema_and_public_columns(small_schema, 
         standin_tables(basis, "independent", uses_public_rows=True, seed=1)
 
 
+@pytest.mark.slow
 def test_predicted_error_falls_as_epsilon_grows(small_schema, small_public):
     basis = PublicBasis(small_schema, 3000, "n public", rows=small_public)
     curve = predict_error_curve(basis, "mwem-pgm", [0.02, 20.0], workload="all-2way", seeds=1,
@@ -97,6 +98,7 @@ def _small_workbench(small_private, small_public) -> Workbench:
     return wb
 
 
+@pytest.mark.slow
 def test_workbench_what_if_spends_nothing_and_reaches_the_report(small_private, small_public):
     wb = _small_workbench(small_private, small_public)
     private = wb.data
@@ -124,6 +126,7 @@ def test_workbench_what_if_spends_nothing_and_reaches_the_report(small_private, 
     assert wb.session_rho_spent() == pytest.approx(run.rho_spent)
 
 
+@pytest.mark.slow
 def test_workload_page_shows_the_what_if_preview():
     from streamlit.testing.v1 import AppTest
 
