@@ -203,6 +203,7 @@ def test_duckdb_edge_cases_equal_memory(edge_files, fmt):
         assert_same_marginals(db, reference, all_cliques(EDGE_SCHEMA.names, 2))
 
 
+@pytest.mark.slow
 @requires_java
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_spark_edge_cases_equal_memory(edge_files, fmt, spark):
@@ -222,7 +223,8 @@ def _bad_file(tmp_path, **changes) -> tuple:
     return path, frame
 
 
-@pytest.mark.parametrize("backend", ["duckdb", pytest.param("spark", marks=requires_java)])
+@pytest.mark.parametrize("backend", ["duckdb", pytest.param("spark", marks=[requires_java,
+                                                                            pytest.mark.slow])])
 def test_values_outside_the_schema_are_refused(tmp_path, backend, request):
     options = {"spark": request.getfixturevalue("spark")} if backend == "spark" else {}
     frame = edge_frame(50)

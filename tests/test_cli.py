@@ -94,10 +94,13 @@ def test_private_domain_is_flagged(tmp_path):
 
 @pytest.mark.parametrize("args,expected", [
     (["--data", "missing.csv"], "missing.csv' not found"),
-    (["--sample", "nope"], "Unknown sample 'nope'"),
-    (["--sample", "titanic", "--epsilon", "-1"], "epsilon must be a positive number"),
-    (["--sample", "titanic", "--workload", "age,colour"], "'colour'"),
-    (["--sample", "titanic", "--delta", "2"], "delta must lie strictly between 0 and 1"),
+    pytest.param(["--sample", "nope"], "Unknown sample 'nope'", marks=pytest.mark.slow),
+    pytest.param(["--sample", "titanic", "--epsilon", "-1"], "epsilon must be a positive number",
+                 marks=pytest.mark.slow),
+    pytest.param(["--sample", "titanic", "--workload", "age,colour"], "'colour'",
+                 marks=pytest.mark.slow),
+    pytest.param(["--sample", "titanic", "--delta", "2"],
+                 "delta must lie strictly between 0 and 1", marks=pytest.mark.slow),
     (["--sample", "titanic", "--no-public"], "JAM-PGM needs public rows"),
 ])
 def test_bad_input_gives_a_specific_error(args, expected, tmp_path):
