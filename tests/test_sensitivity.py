@@ -385,6 +385,7 @@ def output_of(mech) -> np.ndarray:
     return mech.distribution if hasattr(mech, "distribution") else mech.answers()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", QUERY_SETUPS, ids=str)
 def test_query_mechanisms_stay_within_their_sensitivities(setup):
     """Each round's scores on a table and on its neighbours (the neighbour's run
