@@ -288,6 +288,7 @@ def test_conditional_runs_are_reproducible(small_private, small_schema, cond_vja
     assert again.synthetic.equals(cond_vjam[0].synthetic)
 
 
+@pytest.mark.slow
 def test_cli_conditional_flag(tmp_path, small_private, small_schema):
     data = tmp_path / "private.csv"
     small_private.to_csv(data, index=False)
