@@ -191,7 +191,7 @@ def run_mutant(mutant: Mutant, tests=DEFAULT_TESTS, *, first_failure: bool = Tru
             where = imported_from(workdir, python)
             if not where.startswith(str(workdir)):
                 raise SystemExit(f"the test subprocess imports {PACKAGE} from {where}, not the copy")
-        command = [python, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider",
+        command = [python, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "--run-slow",
                    *(["-x"] if first_failure else []), *tests]
         env = dict(os.environ, PYTHONPATH=str(workdir), PYTHONDONTWRITEBYTECODE="1")
         try:

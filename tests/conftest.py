@@ -1,8 +1,15 @@
-"""Shared fixtures: small data sets made here, so the suite never needs ../shared."""
+"""Shared fixtures: small data sets made here, so the suite never needs ../shared.
+
+Also the ``slow`` marker's switch: a test marked ``@pytest.mark.slow`` (a
+browser, a subprocess end to end, a long or exhaustive run) is skipped unless
+pytest is given ``--run-slow``; plain ``pytest`` runs the fast set.
+"""
 
 from __future__ import annotations
 
 import math
+import time
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -33,6 +40,34 @@ SMALL_SCHEMA = {
         {"name": "hours", "kind": "numeric", "lower": 1, "upper": 99, "bins": 4},
     ]
 }
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (the whole suite)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the slow tests unless ``--run-slow`` (a skip, not a deselection: a
+    run of slow tests only reports them skipped and never collects nothing)."""
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, what: str,
+               interval: float = 0.05) -> None:
+    """Poll ``predicate`` until it returns a true value; fail the test naming
+    ``what`` if ``timeout`` seconds pass first. For waits on something that is
+    not a worker (a worker has ``wait(timeout)``)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from conftest import wait_until
 
 from synth_core import Synthesizer, load_sample
 from synth_core.runner import FAILED, FINISHED, STOPPED, RunWorker
@@ -31,11 +32,12 @@ def test_events_arrive_and_result_is_set(titanic):
     assert worker.status == "pending" and not worker.done
     worker.start()
     seen = []
-    deadline = time.time() + 120
-    while not worker.done and time.time() < deadline:
-        events, status = worker.snapshot()
-        seen.append(len(events))
-        time.sleep(0.05)
+
+    def snapshot_until_done() -> bool:
+        seen.append(len(worker.snapshot()[0]))
+        return worker.done
+
+    wait_until(snapshot_until_done, 120, "the run to finish")
     assert worker.wait(5)
     assert worker.status == FINISHED, worker.failure
     events = worker.events

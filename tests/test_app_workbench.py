@@ -261,6 +261,7 @@ def test_finished_run_release_has_no_curator_values(finished):
     assert "run 1" in w.estimate_seconds()[1]
 
 
+@pytest.mark.slow
 def test_reproduce_script_reruns_the_cli(finished, tmp_path):
     """The script carries no seed; with the run's seed added (a curator who holds
     it: here a ``synth`` on PATH that appends ``--seed 0`` before calling the

@@ -124,11 +124,13 @@ def test_gaussian_audit_respects_the_sensitivity():
 
 # -- end to end -------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_mwem_pgm_end_to_end_stays_below_its_claim():
     bound, claim = audit.audit_mwem_pgm(1.0, DELTA, trials=400, seed=0)
     assert bound.epsilon_lower < claim
 
 
+@pytest.mark.slow
 def test_mwem_pgm_with_a_sixteenth_of_the_noise_is_flagged():
     bound, claim = audit.audit_mwem_pgm(1.0, DELTA, trials=400, seed=0, noise_divisor=16)
     assert bound.epsilon_lower > claim
@@ -194,6 +196,7 @@ def test_one_record_moves_the_target_against_every_rival_by_the_whole_eps(mechan
     assert after - before == pytest.approx(np.full(4, eps), abs=0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism,neighbours", SELECTION_CASES)
 def test_honest_selection_stays_below_its_charge(mechanism, neighbours):
     r = audit.audit_selection(mechanism, neighbours, trials=SELECTION_TRIALS, seed=0)
@@ -205,6 +208,7 @@ def test_honest_selection_stays_below_its_charge(mechanism, neighbours):
     assert r.round0_spread < 0.1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism,neighbours", SELECTION_CASES)
 def test_selection_at_sixteen_times_its_charge_is_flagged(mechanism, neighbours):
     r = audit.audit_selection(mechanism, neighbours, trials=SELECTION_TRIALS, seed=0, factor=16)

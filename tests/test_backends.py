@@ -20,8 +20,7 @@ import pytest
 
 from synth_core import Synthesizer
 from synth_core.api import SAMPLE_DIR, prepare_inputs
-from synth_core.backends import (Backend, CountingBackend, MarginalCounter, make_backend,
-                                 open_backend)
+from synth_core.backends import CountingBackend, make_backend, open_backend
 from synth_core.cli import main as cli_main
 from synth_core.errors import ConfigError, DataError, SchemaError
 from synth_core.marginals import CodedTable
@@ -91,13 +90,16 @@ def test_duckdb_equals_memory_on_samples(sample, fmt):
     schema, csv, parquet, reference = sample
     cliques = all_cliques(schema.names)
     with make_backend("duckdb", csv if fmt == "csv" else parquet, schema) as db:
-        assert isinstance(db, MarginalCounter)
         assert_same_marginals(db, reference, cliques)
         # 3-ways counted in batched passes; 1- and 2-ways derived from them
         threes = sum(len(c) == 3 for c in cliques)
         assert db.stats.cliques == threes
         assert db.stats.passes == 2 + -(-threes // db.batch_size)
         assert db.stats.bytes_scanned > 0
+        # the rest of what the engine reads (MarginalCounter), as the schema and numpy say
+        assert db.columns == tuple(schema.names) and db.size_of == dict(schema.sizes)
+        assert all(db.cells(cl) == np.prod([schema.sizes[c] for c in cl]) for cl in cliques)
+        np.testing.assert_array_equal(db.marginal(cliques[-1]), reference.marginal(cliques[-1]))
 
 
 def test_duckdb_without_materializing_reads_the_file_per_batch(sample):
@@ -120,6 +122,7 @@ def test_marginals_in_any_column_order(sample):
         assert db.marginal(()).tolist() == [reference.n]
 
 
+@pytest.mark.slow
 @requires_java
 def test_spark_equals_memory_on_samples(sample, spark):
     schema, csv, parquet, reference = sample
@@ -134,6 +137,7 @@ def test_spark_equals_memory_on_samples(sample, spark):
     backend.close()
 
 
+@pytest.mark.slow
 @requires_java
 def test_spark_counts_a_spark_dataframe(spark):
     schema = load_schema(SAMPLE_DIR / "titanic/schema.json")
@@ -199,6 +203,7 @@ def test_duckdb_edge_cases_equal_memory(edge_files, fmt):
         assert_same_marginals(db, reference, all_cliques(EDGE_SCHEMA.names, 2))
 
 
+@pytest.mark.slow
 @requires_java
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_spark_edge_cases_equal_memory(edge_files, fmt, spark):
@@ -218,7 +223,8 @@ def _bad_file(tmp_path, **changes) -> tuple:
     return path, frame
 
 
-@pytest.mark.parametrize("backend", ["duckdb", pytest.param("spark", marks=requires_java)])
+@pytest.mark.parametrize("backend", ["duckdb", pytest.param("spark", marks=[requires_java,
+                                                                            pytest.mark.slow])])
 def test_values_outside_the_schema_are_refused(tmp_path, backend, request):
     options = {"spark": request.getfixturevalue("spark")} if backend == "spark" else {}
     frame = edge_frame(50)
@@ -285,10 +291,17 @@ def test_domain_from_public_rows():
 def test_every_backend_implements_the_contract(backend, request):
     options = {"spark": request.getfixturevalue("spark")} if backend == "spark" else {}
     source = open_backend(backend, SAMPLE_DIR / "titanic/titanic.csv", **options)
-    assert isinstance(source, Backend) and source.backend == backend
+    assert source.backend == backend
     assert source.name == "titanic.csv" and "survived" in source.columns
-    counter = source.counter(load_schema(SAMPLE_DIR / "titanic/schema.json"), None)
-    assert isinstance(counter, MarginalCounter) and counter.n == 1309
+    schema = load_schema(SAMPLE_DIR / "titanic/schema.json")
+    counter = source.counter(schema, None)
+    assert counter.n == 1309
+    # the counts every backend gives (flattened, C order): the table's own, through the encoding
+    truth = schema.encode(load_table(SAMPLE_DIR / "titanic/titanic.csv"))
+    for clique in (("survived",), ("pclass", "sex")):
+        expected = np.zeros([counter.size_of[c] for c in clique])
+        np.add.at(expected, tuple(truth[c].to_numpy() for c in clique), 1)
+        np.testing.assert_array_equal(counter.marginal(clique), expected.ravel())
 
 
 def test_unknown_backend_is_refused_by_name():
@@ -468,7 +481,7 @@ def test_api_run_with_a_flag_column_duckdb_equals_memory(flagged_files):
                                      public_flag="is_public", backend=backend)
     mem, db = results["memory"], results["duckdb"]
     assert db.report["public_information"]["rows"] == mem.report["public_information"]["rows"]
-    assert {m.source for m in db.measurements} >= {"public"} or db.measurements
+    assert {m.source for m in db.measurements} == {"public", "private"}   # flagged rows used
     assert_same_run(mem, db)
     assert db.public_proxy_error() == mem.public_proxy_error()
 
@@ -526,6 +539,7 @@ def test_duckdb_counts_again_after_close(flagged_files):
     db.close()
 
 
+@pytest.mark.slow
 @requires_java
 def test_spark_flag_column_and_public_columns_equal_memory(flagged_files, spark):
     path = flagged_files / "flagged.parquet"

@@ -142,6 +142,7 @@ def test_a_parquet_file_is_refused_while_it_is_read(tmp_path):
     assert df.shape == (10_000, 2) and df["x"].str.len().eq(1200).all()
 
 
+@pytest.mark.slow
 def test_the_benchmark_prints_one_json_line(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks/bounded_input.py"),
                           "--size-mb", "64", "--limit-mb", "16", "--dir", str(tmp_path)],

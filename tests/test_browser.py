@@ -22,15 +22,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
 import pytest
-from conftest import all_keys
+from conftest import all_keys, wait_until
 
+pytestmark = pytest.mark.slow   # a Streamlit server and Chromium
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("WORKBENCH_ARTIFACTS", "/tmp/workbench-artifacts"))
 CURATOR_KEYS = {"curator", "scores", "workload_error", "per_marginal_error", "true_error",
@@ -55,20 +55,19 @@ def server(tmp_path_factory):
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        if proc.poll() is not None:
+            log.flush()
+            pytest.fail("streamlit exited: " + (ARTIFACTS / "streamlit.log").read_text()[-2000:])
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                log.flush()
-                raise RuntimeError("streamlit did not start: "
-                                   + (ARTIFACTS / "streamlit.log").read_text()[-2000:])
-            time.sleep(0.3)
+        wait_until(healthy, 60, "streamlit's health check at " + url, interval=0.3)
         yield url
     finally:
         proc.terminate()
@@ -97,9 +96,16 @@ def browser():
             b.close()
 
 
+def _idle(page, timeout: float = 30_000) -> None:
+    """Wait until the page's script run is over (Streamlit marks its app root
+    ``data-test-script-state="notRunning"``): a click during a rerun can be dropped."""
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
+        timeout=timeout)
+
+
 def _shot(page, name: str) -> None:
     page.wait_for_load_state("networkidle")
-    page.wait_for_timeout(1200)
+    _idle(page)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
@@ -110,20 +116,14 @@ def _goto(page, title: str) -> None:
 
 
 def _save_settings(page) -> None:
-    """Press Save settings until "Settings saved." shows: on a loaded machine a
-    click can land while the page is still re-rendering from the previous
-    widget change, and Streamlit drops it. Saving twice is harmless."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    """Press Save settings once the page is idle (a click while the page is
+    still re-rendering from the previous widget change can be dropped), then
+    expect "Settings saved."."""
+    from playwright.sync_api import expect
 
-    for _attempt in range(3):
-        page.get_by_role("button", name="Save settings").click()
-        try:
-            page.get_by_text("Settings saved.").wait_for(timeout=20_000)
-            return
-        except PlaywrightTimeout:
-            _shot(page, f"save_settings_retry_{_attempt}")   # what the page showed instead
-            continue
-    page.get_by_text("Settings saved.").wait_for()
+    _idle(page)
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_text("Settings saved.")).to_be_visible(timeout=30_000)
 
 
 def test_main_path(server, browser):
@@ -160,6 +160,7 @@ def test_main_path(server, browser):
     page.get_by_text("What-if preview (zero privacy cost)").wait_for()
     page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()
     page.get_by_text("switch to research mode with seed 0").wait_for()
+    _idle(page)                                      # the mode's rerun is over: the form stays
     page.get_by_text("Paper default rounds").click()
     page.get_by_text("Default fit iterations").click()
     for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),

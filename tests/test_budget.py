@@ -95,6 +95,7 @@ def test_concurrent_reservations_cannot_pass_the_cap(tmp_path):
     assert BudgetAccount.open(acc.path).spent == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_concurrent_processes_cannot_pass_the_cap(tmp_path):
     acc = account(tmp_path, total=1.0)
     script = ("import sys; from synth_core.budget import BudgetAccount\n"

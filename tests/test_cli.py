@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,15 +20,36 @@ def synth(*args, cwd=None, timeout=600):
                           text=True, cwd=cwd or ROOT, timeout=timeout)
 
 
-def test_help_documents_every_option():
-    out = synth("run", "--help")
-    assert out.returncode == 0
-    for option in ("--data", "--sample", "--public", "--public-flag", "--schema", "--mechanism",
-                   "--epsilon", "--delta", "--neighbours", "--workload", "--rounds", "--seed",
-                   "--max-model-size", "--out", "--report", "--diagnostics", "--fit-iters"):
-        assert option in out.stdout
-    for mech in ("aim", "jam-pgm", "public-only"):
-        assert mech in out.stdout
+def _options(command: str) -> set[str]:
+    """The long options of ``synth <command>``, read off the argparse parser."""
+    from synth_core.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {o for a in sub.choices[command]._actions for o in a.option_strings
+            if o.startswith("--")}
+
+
+def _documented_commands():
+    """``(file, command, options)`` of every ``synth run``/``synth sweep`` command
+    line in README.md and docs/*.md (continuation lines joined, comments cut)."""
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"\\\n", " ", path.read_text())
+        for match in re.finditer(r"\bsynth (run|sweep)\b([^`\n]*)", text):
+            words = match.group(2).split(" #")[0]
+            yield path.name, match.group(1), re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", words)
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_help_lists_every_option_and_the_docs_use_only_real_ones(command):
+    options = _options(command)
+    out = synth(command, "--help")
+    assert out.returncode == 0, out.stderr
+    listed = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", out.stdout))
+    assert options - listed == set(), "options missing from --help"
+    documented = [(f, opts) for f, cmd, opts in _documented_commands() if cmd == command]
+    assert documented, f"no 'synth {command}' command line in README.md or docs/"
+    stale = {(f, o) for f, opts in documented for o in opts if o not in options}
+    assert stale == set(), "options in the docs that 'synth %s' does not have" % command
 
 
 def test_option_help_lists_the_declared_options():
@@ -87,6 +110,7 @@ def test_run_on_sample_writes_release_files(tmp_path):
     assert json.loads(diag.read_text())["label"].startswith("CURATOR-ONLY")
 
 
+@pytest.mark.slow
 def test_private_domain_is_flagged(tmp_path):
     data = tmp_path / "t.csv"
     data.write_text("a,b\n" + "\n".join(f"{i % 3},{(i * 7) % 2}" for i in range(200)) + "\n")
@@ -102,10 +126,13 @@ def test_private_domain_is_flagged(tmp_path):
 
 @pytest.mark.parametrize("args,expected", [
     (["--data", "missing.csv"], "missing.csv' not found"),
-    (["--sample", "nope"], "Unknown sample 'nope'"),
-    (["--sample", "titanic", "--epsilon", "-1"], "epsilon must be a positive number"),
-    (["--sample", "titanic", "--workload", "age,colour"], "'colour'"),
-    (["--sample", "titanic", "--delta", "2"], "delta must lie strictly between 0 and 1"),
+    pytest.param(["--sample", "nope"], "Unknown sample 'nope'", marks=pytest.mark.slow),
+    pytest.param(["--sample", "titanic", "--epsilon", "-1"], "epsilon must be a positive number",
+                 marks=pytest.mark.slow),
+    pytest.param(["--sample", "titanic", "--workload", "age,colour"], "'colour'",
+                 marks=pytest.mark.slow),
+    pytest.param(["--sample", "titanic", "--delta", "2"],
+                 "delta must lie strictly between 0 and 1", marks=pytest.mark.slow),
     (["--sample", "titanic", "--no-public"], "JAM-PGM needs public rows"),
 ])
 def test_bad_input_gives_a_specific_error(args, expected, tmp_path):
@@ -179,6 +206,7 @@ def test_missing_output_folders_are_created_and_all_files_written(tmp_path, caps
     assert "not fit for publication" in capsys.readouterr().err   # warned even with --quiet
 
 
+@pytest.mark.slow
 def test_a_failing_report_write_leaves_no_synthetic_file_and_no_temp_file(tmp_path):
     """A real write failure: the process may write at most ``limit`` bytes per file
     (RLIMIT_FSIZE), enough for the Parquet synthetic data (about 7 kB) but not for

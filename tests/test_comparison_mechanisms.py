@@ -63,6 +63,7 @@ def test_mwem_pgm_constants_and_exact_budget(small_private, small_schema, neighb
         assert ev.n_candidates == 10 and len(ev.clique) == 2
 
 
+@pytest.mark.slow
 def test_mwem_pgm_is_reproducible_and_learns(small_private, small_schema):
     a, ea = run("mwem-pgm", small_private, None, small_schema, epsilon=1.0, rounds=2, seed=5)
     b, eb = run("mwem-pgm", small_private, None, small_schema, epsilon=1.0, rounds=2, seed=5)

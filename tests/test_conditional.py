@@ -70,7 +70,10 @@ def test_conditional_sampling_is_reproducible(small_model):
     evidence = {"a": np.arange(50) % 3, "d": np.arange(50) % 3}
     one = sample_private_given_public(small_model.marginals, evidence, np.random.default_rng(5))
     two = sample_private_given_public(small_model.marginals, evidence, np.random.default_rng(5))
+    other = sample_private_given_public(small_model.marginals, evidence, np.random.default_rng(6))
+    assert set(one) == set(two) == {"b", "c", "e"}
     assert all(np.array_equal(one[c], two[c]) for c in one)
+    assert not all(np.array_equal(one[c], other[c]) for c in one)   # the draws use the generator
 
 
 def test_a_draw_is_the_inverse_cdf_of_its_row():
@@ -285,6 +288,7 @@ def test_conditional_runs_are_reproducible(small_private, small_schema, cond_vja
     assert again.synthetic.equals(cond_vjam[0].synthetic)
 
 
+@pytest.mark.slow
 def test_cli_conditional_flag(tmp_path, small_private, small_schema):
     data = tmp_path / "private.csv"
     small_private.to_csv(data, index=False)

@@ -14,6 +14,19 @@ def code_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
+def test_every_block_compiles_and_its_imports_resolve():
+    """The fast check of the page: its blocks are Python and every name they
+    import exists (the walkthrough below runs them)."""
+    blocks = code_blocks(DOC.read_text(encoding="utf-8"))
+    imports = [line for block in blocks for line in block.splitlines()
+               if re.match(r"(from \S+ )?import ", line)]
+    assert any("synth_core" in line for line in imports)
+    for i, block in enumerate(blocks):
+        compile(block, f"{DOC.name} block {i + 1}", "exec")
+    exec("\n".join(imports), {})
+
+
+@pytest.mark.slow   # every block, runs and all
 def test_the_python_api_walkthrough_runs(capsys):
     blocks = code_blocks(DOC.read_text(encoding="utf-8"))
     assert len(blocks) >= 5

@@ -8,11 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import wait_until
 
 from synth_core.api import RunConfig, Synthesizer
 from synth_core.errors import ConfigError
@@ -145,16 +145,14 @@ def _synth(*args, **kw):
                             start_new_session=True, **kw)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(tmp_path):
     (tmp_path / "s.toml").write_text(_spec_text(name="kill me", mechanisms='["jam-pgm", "mwem-pgm"]',
                                                 epsilons="[0.5, 1.0, 2.0]"))
     store = ResultStore(tmp_path / "out" / "sweeps" / "kill-me")
     proc = _synth("sweep", "s.toml", "--quiet", cwd=tmp_path)
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:
-        if len(list(store.runs_dir.glob("*.parquet"))) >= 2 if store.runs_dir.exists() else False:
-            break
-        time.sleep(0.05)
+    wait_until(lambda: proc.poll() is not None or len(list(store.runs_dir.glob("*.parquet"))) >= 2,
+               240, "two stored runs of the sweep")
     assert proc.poll() is None, "the sweep ended before it could be killed: " + proc.stderr.read()
     os.killpg(proc.pid, signal.SIGKILL)                  # no chance to clean up
     proc.wait(30)

@@ -40,6 +40,7 @@ def checker():
     c.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loader, inputs", [("csv", 120), ("parquet", 90)])
 def test_generated_inputs_never_crash_or_hang(checker, tmp_path, loader, inputs):
     result = fuzz_loaders.fuzz(loader, inputs, seed=7, checker=checker, folder=str(tmp_path))
@@ -65,6 +66,7 @@ def test_a_fifo_is_refused_not_read(tmp_path):
         load_table(fifo)
 
 
+@pytest.mark.slow
 def test_checker_reports_a_timeout_as_a_crash_and_restarts(tmp_path):
     wide = tmp_path / "wide.csv"
     cols = 3000

@@ -38,7 +38,7 @@ def run_both(private, public, schema, epsilon, seed=0, public_columns=P):
     return synth.result, events, calls
 
 
-@pytest.fixture(scope="module", params=[0.3, 3.0])
+@pytest.fixture(scope="module", params=[0.3, pytest.param(3.0, marks=pytest.mark.slow)])
 def both(request, small_private, small_public, small_schema):
     return request.param, run_both(small_private, small_public, small_schema, request.param)
 
@@ -82,6 +82,7 @@ def test_budget_arithmetic_stays_exact(both):
         assert calls[t][0] == pytest.approx(math.sqrt(8 * (1 - ALPHA) * rho_t), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_without_public_columns_it_is_plain_jam_pgm(small_private, small_public, small_schema):
     both, _, _ = run_both(small_private, small_public, small_schema, 1.0, public_columns=())
     plain = Synthesizer("jam-pgm", epsilon=1.0, rounds=T, seed=0, workload="all-2way",

@@ -202,6 +202,7 @@ def check_jam_total(result, events):
 
 # -- the properties --------------------------------------------------------------------
 
+@pytest.mark.slow
 @settings(max_examples=15, **SETTINGS)
 @given(cfg=configs(unbounded_ok=True))
 def test_aim_ledger(cfg):
@@ -219,6 +220,7 @@ def test_aim_ledger(cfg):
     assert len(init) == d and all(c.step == "measure" for c in init)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, **SETTINGS)
 @given(cfg=configs(unbounded_ok=True))
 def test_mwem_pgm_ledger(cfg):
@@ -232,6 +234,7 @@ def test_mwem_pgm_ledger(cfg):
         assert c.rho == pytest.approx(rho / (2 * T), rel=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, **SETTINGS)
 @given(cfg=configs(unbounded_ok=False))
 def test_jam_pgm_ledger(cfg):
@@ -245,6 +248,7 @@ def test_jam_pgm_ledger(cfg):
             assert ev.rho_measure == 0.0
 
 
+@pytest.mark.slow
 @settings(max_examples=12, **SETTINGS)
 @given(cfg=configs(unbounded_ok=False), data=st.data())
 def test_vjam_pgm_ledger(cfg, data):

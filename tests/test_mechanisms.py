@@ -49,6 +49,7 @@ def test_jam_total_spent_equals_rho_when_public_data_is_useless(small_private, s
     assert synth.result.ledger.spent == pytest.approx(synth.result.ledger.total, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_aim_spends_exactly_rho_with_paper_constants(small_private, small_schema):
     eps, T = 1.0, 8
     synth, events = run("aim", small_private, None, small_schema, epsilon=eps, rounds=T, seed=1,
@@ -82,6 +83,7 @@ def test_aim_bounded_noise_is_sqrt2_sigma(small_private, small_schema):
     assert synth.result.ledger.spent == pytest.approx(rho, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_error_falls_as_epsilon_grows(small_private, small_public, small_schema):
     errors = {}
     for eps in (0.1, 10.0):
@@ -100,6 +102,7 @@ def test_public_only_baseline(small_private, small_public, small_schema):
     assert res.curator_diagnostics().workload_error == pytest.approx(proxy, abs=0.02)
 
 
+@pytest.mark.slow
 def test_runs_are_reproducible_from_a_seed(small_private, small_public, small_schema):
     a, ea = run("jam-pgm", small_private, small_public, small_schema, epsilon=1.0, rounds=3, seed=11)
     b, eb = run("jam-pgm", small_private, small_public, small_schema, epsilon=1.0, rounds=3, seed=11)

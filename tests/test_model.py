@@ -111,6 +111,7 @@ def test_model_size_equals_mbi_on_random_structures():
         assert ours == pytest.approx(theirs, rel=1e-12), (sizes, cliques)
 
 
+@pytest.mark.slow
 def test_one_oracle_step_follows_mbi_mirror_descent(coded):
     """One oracle call per step (evaluate the proposed trial) gives mbi's iterates exactly."""
     with estimation():  # float64, as in a fit
@@ -160,6 +161,7 @@ def _one_oracle_step_follows_mbi_mirror_descent(coded):
     assert rejected > 0  # the line search's reject branch was exercised
 
 
+@pytest.mark.slow
 def test_implicit_and_hugin_oracles_fit_the_same_model(coded):
     """The two marginal oracles are exact: the same fit gives the same model."""
     cliques = [("sex", "edu"), ("edu", "income"), ("age", "hours", "income")]

@@ -43,6 +43,7 @@ def test_every_mutant_applies_exactly_once():
     assert len({m.name for m in mutants.MUTANTS}) == len(mutants.MUTANTS)
 
 
+@pytest.mark.slow
 def test_the_unmutated_copy_passes():
     """The control: with every mutant killed below, it also shows that the tests
     import the copy (a test importing the checkout would kill no mutant)."""
@@ -51,6 +52,7 @@ def test_the_unmutated_copy_passes():
     assert "exit_code" not in record and "timeout" not in record, record
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, test", CASES, ids=[name for name, _ in CASES])
 def test_mutant_is_killed(name, test):
     record = mutants.run_mutant(mutants.BY_NAME[name], [test])

@@ -74,6 +74,8 @@ MECHANISMS = {
     "gem": (dict(rounds=3, **GEM_TINY), {}),
     "gem-pub": (dict(rounds=3, pretrain_max_steps=10, **GEM_TINY), {"public": PUBLIC}),
 }
+#: the mechanisms whose three runs take longest: in the slow set (jam-pgm stays in the fast one)
+SLOW_RUNS = {"aim", "mwem-pgm", "vjam-pgm"}
 
 
 # ---------------------------------------------------------------- the attack
@@ -167,7 +169,8 @@ def _run(mechanism: str, **mode) -> tuple[dict, dict]:
     return json.loads(json.dumps(result.report)), result.curator_record()
 
 
-@pytest.fixture(scope="module", params=list(MECHANISMS))
+@pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.slow) if m in SLOW_RUNS
+                                        else m for m in MECHANISMS])
 def runs(request):
     """The three kinds of run of one mechanism: seeded research, research with a
     seed from the operating system, release."""

@@ -287,6 +287,7 @@ def largest_changes(mech, state, plan, pool, rows, setup: Setup) -> Changes:
 
 # -- selection and measurement sensitivities of the PGM mechanisms --------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", ENGINE_SETUPS, ids=str)
 def test_pgm_mechanisms_stay_within_their_sensitivities(setup):
     """Random tables, the model fitted from the run's own noisy releases: no
@@ -384,6 +385,7 @@ def output_of(mech) -> np.ndarray:
     return mech.distribution if hasattr(mech, "distribution") else mech.answers()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", QUERY_SETUPS, ids=str)
 def test_query_mechanisms_stay_within_their_sensitivities(setup):
     """Each round's scores on a table and on its neighbours (the neighbour's run

@@ -75,6 +75,7 @@ def test_bounds_need_only_the_release(small_schema, aim_run):
     assert len(frame) == len(report["workload"]["cliques"]) and "kind" in frame.columns
 
 
+@pytest.mark.slow
 def test_released_theorem4_inputs_match_the_mechanisms_scores(small_private, small_schema,
                                                               aim_run, jam_run):
     """The released weights, offsets and previous-model marginals reproduce the exact
@@ -163,6 +164,7 @@ def test_gaussian_l1_bound_is_a_tail_bound():
 
 # (c) coverage ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bounds_cover_the_true_error(small_schema):
     """Over repeated small AIM runs (fixed seeds), the 95% bounds cover the true error
     at least 95% of the time (pooled over marginals and runs); and the noisy
@@ -212,6 +214,7 @@ def test_jam_marginals_resting_on_public_rows_get_no_bound(jam_run):
             assert set(b.supported_by) <= noisy
 
 
+@pytest.mark.slow
 def test_exact_public_column_answers_give_the_error_itself(small_private, small_schema):
     synth = fit("vjam-pgm", small_private, schema=small_schema, public_columns=("sex", "edu"),
                 epsilon=1.0, rounds=4, workload="sex;edu;sex,age;edu,income;age,hours")
@@ -243,8 +246,8 @@ def test_counting_query_mechanisms_report_not_available(small_private, small_pub
 
 # the Release page ------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_release_page_shows_the_bounds_table():
-    import time
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
@@ -261,10 +264,7 @@ def test_release_page_shows_the_bounds_table():
     wb.update_settings(rounds=3, fit_iters=20, final_fit_iters=50, seed=0)
     go("app_pages/run.py")
     at.button(key="start_run").click().run()
-    deadline = time.time() + 120
-    while wb.worker is not None and not wb.worker.done:
-        assert time.time() < deadline, "the run did not finish in time"
-        time.sleep(0.2)
+    assert wb.worker.wait(120), "the run did not finish in time"
     at.run()
     go("app_pages/release.py")
     assert any("Uncertainty of released marginals (95% bounds" in h.value for h in at.subheader)
@@ -274,6 +274,7 @@ def test_release_page_shows_the_bounds_table():
     assert set(table["kind"]) <= {SUPPORTED, UNSUPPORTED, PUBLIC_ONLY, EXACT}
 
 
+@pytest.mark.slow
 def test_no_bound_exceeds_the_largest_possible_distance(aim_run, jam_run, small_schema):
     """Two tables of n records are at most 2n apart in L1 (bounded DP): larger bounds are capped."""
     # few records and a small budget: Theorem 4's bound exceeds 2n, so the cap must act

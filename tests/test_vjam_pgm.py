@@ -102,7 +102,7 @@ def replay_charges(synth, events, public_columns, epsilon):
 
 @pytest.mark.parametrize("fixture, public_columns, epsilon", [
     ("three_public", ("sex", "age", "edu"), 10.0),
-    ("three_public_low_eps", ("sex", "age", "edu"), 0.01),
+    pytest.param("three_public_low_eps", ("sex", "age", "edu"), 0.01, marks=pytest.mark.slow),
     ("four_public", ("sex", "age", "edu", "income"), 1.0),
     ("one_public", ("sex",), 1.0),
 ])
@@ -152,7 +152,7 @@ def test_initial_public_oneways_are_exact_and_free(three_public):
 
 @pytest.mark.parametrize("fixture, public_columns", [
     ("three_public", {"sex", "age", "edu"}),
-    ("three_public_low_eps", {"sex", "age", "edu"}),
+    pytest.param("three_public_low_eps", {"sex", "age", "edu"}, marks=pytest.mark.slow),
     ("four_public", {"sex", "age", "edu", "income"}),
     ("one_public", {"sex"}),
 ])
@@ -228,6 +228,7 @@ def test_reproducible_from_a_seed(small_private, small_schema, three_public):
     assert synth.result.ledger.to_json() == again.result.ledger.to_json()
 
 
+@pytest.mark.slow
 def test_error_falls_as_epsilon_grows(three_public, three_public_low_eps):
     high = three_public[0].result.curator_diagnostics().workload_error
     low = three_public_low_eps[0].result.curator_diagnostics().workload_error
@@ -273,6 +274,7 @@ def test_unknown_public_column_is_named(small_private, small_schema):
     assert info.value.column == "nope"
 
 
+@pytest.mark.slow
 def test_all_columns_public_spends_nothing_and_warns(small_private, small_schema):
     from synth_core.api import RunWarning
 
@@ -326,6 +328,7 @@ def synth_cli(*args):
                           text=True, cwd=ROOT, timeout=600)
 
 
+@pytest.mark.slow
 def test_cli_public_columns_on_titanic(tmp_path):
     out, report = tmp_path / "s.csv", tmp_path / "r.json"
     res = synth_cli("run", "--sample", "titanic", "--mechanism", "vjam-pgm",
@@ -346,6 +349,7 @@ def test_cli_public_columns_on_titanic(tmp_path):
     assert rep["privacy"]["rho_spent"] <= rep["privacy"]["rho"] * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_cli_unknown_public_column_is_named(tmp_path):
     res = synth_cli("run", "--sample", "titanic", "--mechanism", "vjam-pgm",
                     "--public-columns", "pclass,nope", "--rounds", "2",
@@ -356,8 +360,3 @@ def test_cli_unknown_public_column_is_named(tmp_path):
                     "--public-columns", "pclass,,sex", "--rounds", "2")
     assert res.returncode == 2 and "--public-columns" in res.stderr
 
-
-def test_cli_help_mentions_public_columns():
-    res = synth_cli("run", "--help")
-    assert res.returncode == 0
-    assert "--public-columns" in res.stdout and "vjam-pgm" in res.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +77,7 @@ def test_independent_stand_in_uses_only_schema_and_public_columns(small_schema, 
         standin_tables(basis, "independent", uses_public_rows=True, seed=1)
 
 
+@pytest.mark.slow
 def test_predicted_error_falls_as_epsilon_grows(small_schema, small_public):
     basis = PublicBasis(small_schema, 3000, "n public", rows=small_public)
     curve = predict_error_curve(basis, "mwem-pgm", [0.02, 20.0], workload="all-2way", seeds=1,
@@ -98,6 +98,7 @@ def _small_workbench(small_private, small_public) -> Workbench:
     return wb
 
 
+@pytest.mark.slow
 def test_workbench_what_if_spends_nothing_and_reaches_the_report(small_private, small_public):
     wb = _small_workbench(small_private, small_public)
     private = wb.data
@@ -125,6 +126,7 @@ def test_workbench_what_if_spends_nothing_and_reaches_the_report(small_private, 
     assert wb.session_rho_spent() == pytest.approx(run.rho_spent)
 
 
+@pytest.mark.slow
 def test_workload_page_shows_the_what_if_preview():
     from streamlit.testing.v1 import AppTest
 
@@ -140,10 +142,7 @@ def test_workload_page_shows_the_what_if_preview():
     at.multiselect(key="wi_eps").set_value([0.5, 5.0])
     at.button[[b.label for b in at.button].index("Start what-if")].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    deadline = time.time() + 120
-    while wb.whatif.running:
-        assert time.time() < deadline
-        time.sleep(0.2)
+    assert wb.whatif.worker.wait(120), "the what-if did not finish in time"
     at.run()
     assert not at.exception and not at.error
     assert len(at.get("plotly_chart")) >= 1
