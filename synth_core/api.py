@@ -149,6 +149,18 @@ class RunConfig:
                        max_model_size=options.pop("max_model_size", self.max_model_size),
                        options=options)
 
+    def mechanism_options(self) -> dict:
+        """The options the mechanism is built with: :attr:`options`, plus the run's
+        ``max_model_size`` and ``rounds`` for a mechanism that declares them
+        (an explicit option wins)."""
+        options = dict(self.options)
+        declared = MECHANISMS[self.mechanism].option_defaults()
+        if "max_model_size" in declared:
+            options.setdefault("max_model_size", self.max_model_size)
+        if "rounds" in declared and self.rounds is not None:
+            options.setdefault("rounds", self.rounds)
+        return options
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -467,11 +479,7 @@ class Synthesizer:
         # release mode: this seed only drives data-independent draws (sampling the
         # synthetic records, a network's initial weights); the noise is OpenDP's
         seed = cfg.seed if seeded else secrets.randbits(63)
-        if cfg.mechanism != "public-only":
-            options.setdefault("max_model_size", cfg.max_model_size)
-            if cfg.rounds is not None:
-                options.setdefault("rounds", cfg.rounds)
-        mechanism = make_mechanism(cfg.mechanism, **options)
+        mechanism = make_mechanism(cfg.mechanism, **replace(cfg, options=options).mechanism_options())
         # the query-release mechanisms select single counting queries and fit no
         # Private-PGM model: they run their own rounds with the same ledger and event stream
         runner = QueryReleaseLoop if mechanism.capabilities.own_rounds else Engine

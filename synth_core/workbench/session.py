@@ -416,12 +416,7 @@ class Workbench:
         if s.seed is not None and (s.seed < 0 or s.seed >= 2 ** 63):
             raise ConfigError(f"The seed must be a whole number from 0 to 2^63-1, got {s.seed}.")
         # the mechanism checks its own parameters (as Synthesizer.run will build it)
-        opts = dict(s.options)
-        if s.mechanism != "public-only":
-            opts.setdefault("max_model_size", s.max_model_size)
-            if s.rounds is not None:
-                opts.setdefault("rounds", s.rounds)
-        make_mechanism(s.mechanism, **opts)
+        make_mechanism(s.mechanism, **s.mechanism_options())
 
     def workload(self) -> Workload:
         self.require_data()
