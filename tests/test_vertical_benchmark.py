@@ -138,9 +138,12 @@ def test_the_expected_output_is_scored_without_sampling_noise(small_private, sma
     assert model != sampled
     import numpy as np
 
+    from synth_core.runtime import estimation
+
     codes = small_schema.encode(small_private)
     for cl in model:   # the model's own marginal (from mbi) against the data's, counted here
-        own = np.asarray(plain.result.model.mrf.project(list(cl)).datavector(flatten=False))
+        with estimation():   # mbi's arrays in float64, as the run's own projections
+            own = np.asarray(plain.result.model.mrf.project(list(cl)).datavector(flatten=False))
         data = np.zeros(own.shape)
         np.add.at(data, tuple(codes[c].to_numpy() for c in cl), 1)
         assert model[cl] == pytest.approx(np.abs(own / own.sum() - data / data.sum()).sum(),
