@@ -103,6 +103,97 @@ class CountingQueries:
                              tuple(float(s) for s in best), self.clique_index(chosen_query))
 
 
+class SupportAnswers:
+    """The counting queries' answers under a weighted distribution on a support.
+
+    Support row ``x`` falls in exactly one cell of each of the ``C`` workload
+    marginals, so a distribution ``A`` on ``S`` support rows gives a non-zero
+    answer to at most ``S C`` of the ``Q`` queries (the *touched* ones):
+    ``q(A) = sum_{x : x in q} A(x)``, a bincount of the weights. Every other
+    query's answer is exactly 0. The structure holds ``O(S C)`` integers
+    (``touched``, ``flat`` and ``inverse``), never ``O(Q)`` or the full domain.
+
+    Each touched query sums its rows in support order, as a per-marginal
+    ``np.bincount`` over the support does, so the answers are bit-identical to
+    the dense ones.
+    """
+
+    def __init__(self, queries: CountingQueries, support: np.ndarray, columns: Sequence[str]):
+        self.queries = queries
+        self.rows = len(support)
+        flat = np.empty((len(queries.cliques), self.rows), dtype=np.int64)
+        for i, cl in enumerate(queries.cliques):
+            idx = np.zeros(self.rows, dtype=np.int64)
+            for c in cl:
+                idx = idx * queries.sizes[c] + support[:, list(columns).index(c)]
+            flat[i] = idx + queries.offsets[i]
+        #: (C, S): the global query index of each support row in each marginal
+        self.flat = flat
+        #: sorted global indices of the touched queries, and each (marginal, row)'s position
+        self.touched, inverse = np.unique(flat.ravel(), return_inverse=True)
+        self.inverse = inverse.astype(np.int64)
+        self._weights = np.empty((len(queries.cliques), self.rows))   # the weights, once per marginal
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the structure (grows with support x marginals only)."""
+        return self.flat.nbytes + self.touched.nbytes + self.inverse.nbytes + self._weights.nbytes
+
+    def touched_answers(self, weights: np.ndarray) -> np.ndarray:
+        """``q(A)`` for each query in ``touched`` (the others are 0)."""
+        np.copyto(self._weights, weights[None, :])
+        return np.bincount(self.inverse, weights=self._weights.ravel(), minlength=len(self.touched))
+
+    def answer(self, touched_answers: np.ndarray, q: int) -> float:
+        """Query ``q``'s answer from :meth:`touched_answers` (0 when untouched)."""
+        j = int(np.searchsorted(self.touched, q))
+        return float(touched_answers[j]) if j < len(self.touched) and self.touched[j] == q else 0.0
+
+    def rows_in(self, q: int) -> np.ndarray:
+        """The support rows that fall in query ``q``'s cell."""
+        i = self.queries.clique_index(q)
+        return np.flatnonzero(self.flat[i] == q)
+
+    def dense(self, weights: np.ndarray) -> np.ndarray:
+        """All ``Q`` answers as one dense vector (reference and tests; O(Q) memory)."""
+        out = np.zeros(self.queries.total)
+        out[self.touched] = self.touched_answers(weights)
+        return out
+
+
+class ScoreBuffer:
+    """The selection scores ``|q(A) - q(D)|`` of every counting query, kept in one
+    preallocated vector and updated in place where ``q(A)`` can be non-zero.
+
+    An untouched query has ``q(A) = 0``, so its score is ``|0 - q(D)| = q(D)``,
+    fixed for the whole run; only the touched ones change from round to round.
+    ``selectable`` (optional) marks the queries selection may pick: the others
+    hold ``-inf`` in :attr:`selection` (never chosen), while :attr:`scores`
+    keeps every score (for the curator's per-marginal best).
+    """
+
+    def __init__(self, true: np.ndarray, touched: np.ndarray, selectable: np.ndarray | None):
+        self.true = true
+        self.touched = touched
+        self.true_touched = true[touched]
+        self.scores = np.abs(true)
+        self._diff = np.empty(len(touched))
+        if selectable is None:
+            self.selection, self._keep = self.scores, None
+        else:
+            self.selection = np.where(selectable, self.scores, -np.inf)
+            self._keep = selectable[touched]
+            self._touched_selectable = touched[self._keep]
+
+    def update(self, touched_answers: np.ndarray) -> None:
+        """Scores for the answers of the touched queries (the others stay)."""
+        np.subtract(touched_answers, self.true_touched, out=self._diff)
+        np.abs(self._diff, out=self._diff)
+        self.scores[self.touched] = self._diff
+        if self._keep is not None:
+            self.selection[self._touched_selectable] = self._diff[self._keep]
+
+
 class QueryReleaseMechanism(Mechanism):
     """A mechanism that measures single counting queries in its own rounds
     (:class:`QueryReleaseLoop`) and samples its records itself (no PGM model).
