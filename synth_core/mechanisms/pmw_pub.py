@@ -74,6 +74,7 @@ class PMWPub(QueryReleaseMechanism):
         self.support: pd.DataFrame | None = None   # distinct public records (codes)
         self.initial: np.ndarray | None = None     # public empirical distribution on the support
         self.distribution: np.ndarray | None = None  # the output: average of the iterates
+        self.query_answers: SupportAnswers | None = None  # the answers' structure on the support
 
     def rounds_planned(self, state: RunState) -> int | None:
         return self.T
@@ -111,7 +112,7 @@ class PMWPub(QueryReleaseMechanism):
         selectable = self._selectable(queries, columns)
         n_candidates = queries.total if selectable is None else int(selectable.sum())
         # each support record's cell in each workload marginal: answers are bincounts
-        answers = SupportAnswers(queries, support, columns)
+        answers = self.query_answers = SupportAnswers(queries, support, columns)
         true = queries.answers(data.private)
         buffer = ScoreBuffer(true, answers.touched, selectable)
         size_mb = len(support) * 8 / 2 ** 20
