@@ -23,14 +23,17 @@ before round 1, the number of counting queries, the support size, peak RSS,
     python benchmarks/query_release_scaling.py                       # all cases, this checkout
     PYTHONPATH=/work/main python benchmarks/query_release_scaling.py --label before
     python benchmarks/query_release_scaling.py --wide 500 --mechanisms pmw-pub --rounds 20
+    python benchmarks/query_release_scaling.py --case --profile --wide 500 --mechanisms pmw-pub
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import itertools
 import json
 import os
+import pstats
 import resource
 import subprocess
 import sys
@@ -102,8 +105,9 @@ def cpu() -> tuple[float, float]:
 
 
 def run_case(mechanism: str, wide: int, rows: int, public_fraction: float, rounds: int,
-             label: str, seed: int = 0) -> None:
-    """One run in this process; JSON lines per round and a summary."""
+             label: str, seed: int = 0, profile: bool = False) -> None:
+    """One run in this process; JSON lines per round and a summary (``profile``:
+    cProfile's top functions by cumulative time on stderr)."""
     import synth_core
     from synth_core import Synthesizer
 
@@ -121,6 +125,9 @@ def run_case(mechanism: str, wide: int, rows: int, public_fraction: float, round
     last_u, last_s = u0, s0
     per_round = []
     setup = None
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
     for event in synth.run(private, public, schema=schema_for(wide)):
         u, s = cpu()
         record = dict(round=event.round, user_s=round(u - last_u, 4), sys_s=round(s - last_s, 4))
@@ -132,6 +139,9 @@ def run_case(mechanism: str, wide: int, rows: int, public_fraction: float, round
             setup = dict(round=0, user_s=0.0, sys_s=0.0)
         per_round.append(record)
         print(json.dumps({**base, "kind": "round", **record}), flush=True)
+    if profiler:
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
     u, s = cpu()
     rounds_user = sum(r["user_s"] for r in per_round[1:])   # round 1 also pays the setup
     rounds_sys = sum(r["sys_s"] for r in per_round[1:])
@@ -157,10 +167,12 @@ def main(argv=None) -> None:
                     help="rounds per run (PMW-Pub's default is 500; the per-round cost is flat)")
     ap.add_argument("--label", default="", help="a tag for the JSON lines, e.g. before / after")
     ap.add_argument("--case", action="store_true", help="run one case in this process")
+    ap.add_argument("--profile", action="store_true",
+                    help="with --case: cProfile's top functions on stderr")
     args = ap.parse_args(argv)
     if args.case:
         run_case(args.mechanisms[0], args.wide[0], args.rows, args.public_fraction[0],
-                 args.rounds, args.label)
+                 args.rounds, args.label, profile=args.profile)
         return
     for mech, wide, frac in itertools.product(args.mechanisms, args.wide, args.public_fraction):
         # a fresh process per case: its own CPU seconds and peak RSS

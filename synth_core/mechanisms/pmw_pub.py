@@ -25,6 +25,16 @@ The output is the average ``(1/T) sum_{t=1..T} A_t``; the synthetic records are
 ``n`` draws from the public support weighted by it. Weakness, on purpose
 visible: no record outside the public support can ever appear.
 
+Cost of a round. A support record falls in one cell of each workload marginal,
+so ``q(A)`` is non-zero for at most ``S C`` queries (``S`` support records,
+``C`` marginals): the answers are one bincount of the weights over those
+(:class:`~synth_core.mechanisms.query_release.SupportAnswers`), the scores are
+rewritten in place only there (:class:`~synth_core.mechanisms.query_release.ScoreBuffer`;
+every other query scores ``q(D)`` all run long) and the update touches the
+support records in the chosen cell. What remains proportional to the number
+``Q`` of counting queries is the selection itself (one exponential draw per
+query).
+
 ``T`` defaults to 500, the authors' reproduction script for PMW-Pub
 (``nhist_mw/run_pub_acs_PA.sh``). Permute-and-flip is sampled as
 report-noisy-max with exponential noise (the same distribution, one vectorised
