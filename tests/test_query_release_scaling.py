@@ -46,14 +46,16 @@ def test_support_answers_equal_a_dense_reference(seed):
     support = _support(rng, SIZES, 40)
     weights = rng.dirichlet(np.ones(len(support)))
     answers = SupportAnswers(queries, support, columns)
-    touched = answers.touched_answers(weights)
+    touched = answers.touched_answers(weights).copy()
     dense = answers.dense(weights)
     np.testing.assert_allclose(dense, _dense_reference(queries, support, columns, weights),
                                rtol=1e-12, atol=1e-15)
     # bit-identical to one bincount of the support per marginal (rows summed in order)
     per_marginal = []
     for i, cl in enumerate(queries.cliques):
-        cells = answers.flat[i] - queries.offsets[i]
+        cells = np.zeros(len(support), dtype=np.int64)
+        for c in cl:
+            cells = cells * SIZES[c] + support[:, columns.index(c)]
         per_marginal.append(np.bincount(cells, weights=weights,
                                         minlength=int(np.prod(queries.shapes[i]))))
     assert np.array_equal(dense, np.concatenate(per_marginal))
@@ -100,8 +102,8 @@ def test_support_answers_size_does_not_grow_with_the_domain():
     huge = SupportAnswers(huge_queries, support, columns)
     rows, marginals = len(support), len(workload.cliques)
     assert huge.nbytes == small.nbytes
-    # flat, inverse and the weight copy: S C numbers each; touched at most S C
-    assert huge.nbytes <= 4 * 8 * rows * marginals
+    # S C 32-bit positions; at most S C touched queries and answers
+    assert huge.nbytes <= (4 + 8 + 8) * rows * marginals + 8 * (marginals + 1)
     assert huge_queries.total * 8 > 50 * huge.nbytes
 
 
@@ -123,7 +125,7 @@ def test_pmw_pub_run_keeps_answers_on_the_support():
     answers = mech.query_answers
     rows, marginals = len(mech.support), 3
     assert answers.rows == rows == len(public.drop_duplicates())
-    assert answers.nbytes <= 4 * 8 * rows * marginals
+    assert answers.nbytes <= (4 + 8 + 8) * rows * marginals + 8 * (marginals + 1)
     assert answers.queries.total == wide * 4 + wide * 3 + 4 * 3
     assert answers.queries.total * 8 > 20 * answers.nbytes
 

@@ -109,50 +109,63 @@ class SupportAnswers:
     Support row ``x`` falls in exactly one cell of each of the ``C`` workload
     marginals, so a distribution ``A`` on ``S`` support rows gives a non-zero
     answer to at most ``S C`` of the ``Q`` queries (the *touched* ones):
-    ``q(A) = sum_{x : x in q} A(x)``, a bincount of the weights. Every other
-    query's answer is exactly 0. The structure holds ``O(S C)`` integers
-    (``touched``, ``flat`` and ``inverse``), never ``O(Q)`` or the full domain.
+    ``q(A) = sum_{x : x in q} A(x)``, per marginal a bincount of the weights
+    over the marginal's touched cells. Every other query's answer is exactly 0.
+    The structure holds ``C S`` 32-bit positions and at most ``S C`` touched
+    queries with their answers, never ``O(Q)`` or the full domain.
 
     Each touched query sums its rows in support order, as a per-marginal
-    ``np.bincount`` over the support does, so the answers are bit-identical to
-    the dense ones.
+    ``np.bincount`` over the whole marginal does, so the answers are
+    bit-identical to the dense ones.
     """
 
     def __init__(self, queries: CountingQueries, support: np.ndarray, columns: Sequence[str]):
         self.queries = queries
         self.rows = len(support)
-        flat = np.empty((len(queries.cliques), self.rows), dtype=np.int64)
+        index = {c: j for j, c in enumerate(columns)}
+        #: (C, S): each support row's position among its marginal's touched cells
+        self.local = np.empty((len(queries.cliques), self.rows), dtype=np.int32)
+        touched = []
         for i, cl in enumerate(queries.cliques):
-            idx = np.zeros(self.rows, dtype=np.int64)
+            cell = np.zeros(self.rows, dtype=np.int64)
             for c in cl:
-                idx = idx * queries.sizes[c] + support[:, list(columns).index(c)]
-            flat[i] = idx + queries.offsets[i]
-        #: (C, S): the global query index of each support row in each marginal
-        self.flat = flat
-        #: sorted global indices of the touched queries, and each (marginal, row)'s position
-        self.touched, inverse = np.unique(flat.ravel(), return_inverse=True)
-        self.inverse = inverse.astype(np.int64)
-        self._weights = np.empty((len(queries.cliques), self.rows))   # the weights, once per marginal
+                cell = cell * queries.sizes[c] + support[:, index[c]]
+            cells, self.local[i] = np.unique(cell, return_inverse=True)
+            touched.append(cells + queries.offsets[i])
+        #: sorted global indices of the touched queries; marginal i's are touched[starts[i]:starts[i+1]]
+        self.touched = np.concatenate(touched) if touched else np.zeros(0, dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum([len(t) for t in touched])]).astype(np.int64)
+        self._out = np.empty(len(self.touched))
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the structure (grows with support x marginals only)."""
-        return self.flat.nbytes + self.touched.nbytes + self.inverse.nbytes + self._weights.nbytes
+        return self.local.nbytes + self.touched.nbytes + self.starts.nbytes + self._out.nbytes
 
     def touched_answers(self, weights: np.ndarray) -> np.ndarray:
-        """``q(A)`` for each query in ``touched`` (the others are 0)."""
-        np.copyto(self._weights, weights[None, :])
-        return np.bincount(self.inverse, weights=self._weights.ravel(), minlength=len(self.touched))
+        """``q(A)`` for each query in ``touched`` (the others are 0), in a buffer
+        that the next call overwrites."""
+        for i, lo, hi in zip(range(len(self.local)), self.starts[:-1], self.starts[1:]):
+            self._out[lo:hi] = np.bincount(self.local[i], weights=weights, minlength=int(hi - lo))
+        return self._out
+
+    def _position(self, q: int) -> int:
+        """Index of query ``q`` in ``touched``, or -1 when untouched."""
+        j = int(np.searchsorted(self.touched, q))
+        return j if j < len(self.touched) and self.touched[j] == q else -1
 
     def answer(self, touched_answers: np.ndarray, q: int) -> float:
         """Query ``q``'s answer from :meth:`touched_answers` (0 when untouched)."""
-        j = int(np.searchsorted(self.touched, q))
-        return float(touched_answers[j]) if j < len(self.touched) and self.touched[j] == q else 0.0
+        j = self._position(q)
+        return float(touched_answers[j]) if j >= 0 else 0.0
 
     def rows_in(self, q: int) -> np.ndarray:
         """The support rows that fall in query ``q``'s cell."""
+        j = self._position(q)
+        if j < 0:
+            return np.zeros(0, dtype=np.int64)
         i = self.queries.clique_index(q)
-        return np.flatnonzero(self.flat[i] == q)
+        return np.flatnonzero(self.local[i] == j - self.starts[i])
 
     def dense(self, weights: np.ndarray) -> np.ndarray:
         """All ``Q`` answers as one dense vector (reference and tests; O(Q) memory)."""
