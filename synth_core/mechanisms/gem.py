@@ -120,6 +120,9 @@ GEM_PUB_PRETRAIN_LR = 1e-3
 #: step on Adult, 0.6 s against 4.4 s for answering all 2.65M queries; on an
 #: idle machine ``threads=2`` is faster for the big matrix products.
 GEM_THREADS = 1
+#: the most numbers (float32) in one block of a marginal's row-wise outer product
+#: (:meth:`_Generator._joint`): 4 MB, below glibc's mmap threshold
+GEM_JOINT_BLOCK = 1 << 20
 
 
 def _torch():
@@ -192,6 +195,7 @@ class _Generator:
             self.net = _network_class()(noise_dim, hidden, self.width)
             self.z = torch.randn(batch, noise_dim)
         self.net.train()  # batch statistics always (as the authors' code)
+        self._answers = None   # all_answers' float32 buffer (Q numbers)
 
     @property
     def size_mb(self) -> float:
@@ -202,27 +206,57 @@ class _Generator:
         logits = self.net(self.z)
         return torch.cat([logits[:, sl].softmax(-1) for sl in self.slices.values()], dim=1)
 
-    def marginals(self, x: "torch.Tensor", plan: "_MarginalPlan") -> "torch.Tensor":
+    def marginals(self, x: "torch.Tensor", plan: "_MarginalPlan",
+                  out: "torch.Tensor | None" = None) -> "torch.Tensor":
         """The batch-mean marginals of ``plan``'s cliques under row probabilities ``x``
-        (differentiable), flattened in C order and concatenated in the plan's order."""
+        (differentiable), flattened in C order and concatenated in the plan's order
+        (into ``out`` when given: no gradient, no new result vector)."""
         torch = _torch()
-        out: list = [None] * len(plan.cliques)
+        pieces: list = [None] * len(plan.cliques)
         for prefix, members in plan.groups:
             lasts = [x[:, self.slices[plan.cliques[i][-1]]] for i in members]
             if not prefix:
                 for i, p in zip(members, lasts):
-                    out[i] = p.mean(0)
+                    pieces[i] = p.mean(0)
                 continue
-            acc = x[:, self.slices[prefix[0]]]
-            for c in prefix[1:]:
-                p = x[:, self.slices[c]]
-                acc = (acc[:, :, None] * p[:, None, :]).reshape(self.K, -1)
-            joint = (acc.T @ torch.cat(lasts, dim=1)) / self.K
+            joint = self._joint(x, prefix, torch.cat(lasts, dim=1))
             start = 0
             for i, p in zip(members, lasts):
-                out[i] = joint[:, start:start + p.shape[1]].reshape(-1)
+                pieces[i] = joint[:, start:start + p.shape[1]].reshape(-1)
                 start += p.shape[1]
-        return torch.cat(out)
+        return torch.cat(pieces) if out is None else torch.cat(pieces, out=out)
+
+    def _joint(self, x: "torch.Tensor", prefix: Sequence[str], lasts: "torch.Tensor"):
+        """``J[(v_1..v_m), l] = (1/K) sum_k x_k[v_1] ... x_k[v_m] lasts_k[l]``: the batch-mean
+        joint of the prefix columns with each last column (rows in C order of the prefix).
+
+        The row-wise outer product of the prefix columns (``K`` times the product of
+        their sizes) is formed for a block of the first column's values at a time,
+        at most about ``GEM_JOINT_BLOCK`` numbers, so its size does not grow with
+        the widest column's domain.
+        """
+        torch = _torch()
+        first = x[:, self.slices[prefix[0]]]
+        rest = [x[:, self.slices[c]] for c in prefix[1:]]
+        per_value = self.K * int(np.prod([p.shape[1] for p in rest], dtype=np.int64))
+        block = max(1, GEM_JOINT_BLOCK // per_value)
+        parts = []
+        for lo in range(0, first.shape[1], block):
+            acc = first[:, lo:lo + block]
+            for p in rest:
+                acc = (acc[:, :, None] * p[:, None, :]).reshape(self.K, -1)
+            parts.append((acc.T @ lasts) / self.K)
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+    def answers_float32(self) -> np.ndarray:
+        """Every workload query's answer (no gradient) in a float32 buffer kept by the
+        generator: the array is overwritten by the next call."""
+        torch = _torch()
+        if self._answers is None:
+            self._answers = torch.empty(self.queries.total, dtype=torch.float32)
+        with torch.no_grad():
+            self.marginals(self.probabilities(), self.plan, out=self._answers)
+        return self._answers.numpy()
 
     def all_answers(self) -> np.ndarray:
         """Every workload query's answer (no gradient), as float64.
@@ -231,9 +265,7 @@ class _Generator:
         product of the leading columns, then one matrix product with the
         concatenated last columns answers all of them.
         """
-        torch = _torch()
-        with torch.no_grad():
-            return self.marginals(self.probabilities(), self.plan).double().numpy()
+        return self.answers_float32().astype(np.float64)
 
     def onehot_index(self, q: int) -> list[int]:
         i, cell = self.queries.locate(q)
@@ -543,17 +575,21 @@ class GEM(QueryReleaseMechanism):
                                self.inner_patience)
             # a query leaves the pool once measured (GEM never re-measures a query)
             measured = np.zeros(queries.total, dtype=bool) if selectable is None else ~selectable
+            scores = np.empty(queries.total)      # |q(D) - q(G)|, rewritten in place each round
+            candidates = np.empty(queries.total)  # the scores, -inf where already measured
             save_num = max(1, int(np.round(self.T * 0.5)))
             ema: dict | None = None
             for t in range(1, self.T + 1):
                 started = time.perf_counter()
                 state.round = t
-                scores = np.abs(true - gen.all_answers())
+                np.subtract(true, gen.answers_float32(), out=scores)
+                np.abs(scores, out=scores)
+                np.copyto(candidates, scores)
+                np.putmask(candidates, measured, -np.inf)
                 rho_select = privacy.exponential_rho(eps_select)
                 ledger.charge(rho_select, round=t, step="select", mechanism="exponential",
                               detail=f"{pool - t + 1} counting queries")
-                q = loop.noise.select(np.where(measured, -np.inf, scores),  # research: rng
-                                      eps_select, sens)
+                q = loop.noise.select(candidates, eps_select, sens)  # research: rng
                 measured[q] = True
                 i, a, rho_measure = measure_counting_query(state, queries, q, true, sigma, sens,
                                                            rng, t, last=t == self.T)

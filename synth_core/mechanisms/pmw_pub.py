@@ -25,6 +25,16 @@ The output is the average ``(1/T) sum_{t=1..T} A_t``; the synthetic records are
 ``n`` draws from the public support weighted by it. Weakness, on purpose
 visible: no record outside the public support can ever appear.
 
+Cost of a round. A support record falls in one cell of each workload marginal,
+so ``q(A)`` is non-zero for at most ``S C`` queries (``S`` support records,
+``C`` marginals): the answers are one bincount of the weights over those
+(:class:`~synth_core.mechanisms.query_release.SupportAnswers`), the scores are
+rewritten in place only there (:class:`~synth_core.mechanisms.query_release.ScoreBuffer`;
+every other query scores ``q(D)`` all run long) and the update touches the
+support records in the chosen cell. What remains proportional to the number
+``Q`` of counting queries is the selection itself (one exponential draw per
+query).
+
 ``T`` defaults to 500, the authors' reproduction script for PMW-Pub
 (``nhist_mw/run_pub_acs_PA.sh``). Permute-and-flip is sampled as
 report-noisy-max with exponential noise (the same distribution, one vectorised
@@ -45,7 +55,7 @@ from ..errors import ConfigError
 from .base import (BOUNDED, PUBLIC_COLUMNS_OPTION, QUERY_ANSWERS, REQUIRED, Capabilities,
                    Option)
 from .query_release import (CountingQueries, QueryReleaseLoop, QueryReleaseMechanism,
-                            measure_counting_query)
+                            ScoreBuffer, SupportAnswers, measure_counting_query)
 from .vertical import check_public_split, parse_public_columns
 
 #: The number of rounds of the authors' PMW-Pub reproduction script.
@@ -74,6 +84,7 @@ class PMWPub(QueryReleaseMechanism):
         self.support: pd.DataFrame | None = None   # distinct public records (codes)
         self.initial: np.ndarray | None = None     # public empirical distribution on the support
         self.distribution: np.ndarray | None = None  # the output: average of the iterates
+        self.query_answers: SupportAnswers | None = None  # the answers' structure on the support
 
     def rounds_planned(self, state: RunState) -> int | None:
         return self.T
@@ -104,24 +115,16 @@ class PMWPub(QueryReleaseMechanism):
         n = data.n
         columns = list(data.private.columns)
         support, A, note = self._support(state, rng)
+        A = np.array(A, dtype=float)   # updated in place
         self.support = pd.DataFrame(support, columns=columns)
         self.initial = A.copy()
         queries = CountingQueries(state.workload, data.sizes)
         selectable = self._selectable(queries, columns)
         n_candidates = queries.total if selectable is None else int(selectable.sum())
-        # each support record's cell in each workload marginal
-        cells = []
-        for cl in queries.cliques:
-            idx = np.zeros(len(support), dtype=np.int64)
-            for c in cl:
-                idx = idx * data.sizes[c] + support[:, columns.index(c)]
-            cells.append(idx.astype(np.int32))
+        # each support record's cell in each workload marginal: answers are bincounts
+        answers = self.query_answers = SupportAnswers(queries, support, columns)
         true = queries.answers(data.private)
-
-        def answers(weights: np.ndarray) -> np.ndarray:
-            return np.concatenate([np.bincount(ix, weights=weights, minlength=int(m))
-                                   for ix, m in zip(cells, np.diff(queries.offsets))])
-
+        buffer = ScoreBuffer(true, answers.touched, selectable)
         size_mb = len(support) * 8 / 2 ** 20
         yield loop.event(round=0, cliques=[], source=PUBLIC, started=started,
                          model_size_mb=size_mb, note=note)
@@ -132,25 +135,25 @@ class PMWPub(QueryReleaseMechanism):
         for t in range(1, self.T + 1):
             started = time.perf_counter()
             state.round = t
-            synth = answers(A)
-            scores = np.abs(synth - true)
+            synth = answers.touched_answers(A)
+            buffer.update(synth)
             rho_select = privacy.permute_and_flip_rho(eps0)
             ledger.charge(rho_select, round=t, step="select", mechanism="permute-and-flip",
                           detail=f"{n_candidates} counting queries")
-            q = loop.noise.permute_and_flip(  # research: rng; release: OpenDP
-                scores if selectable is None else np.where(selectable, scores, -np.inf),
-                eps0, sens)
+            # research: rng; release: OpenDP
+            q = loop.noise.permute_and_flip(buffer.selection, eps0, sens)
             i, a, rho_measure = measure_counting_query(state, queries, q, true, sigma, sens, rng,
                                                        t, last=t == self.T)
-            hit = (cells[i] == q - queries.offsets[i]).astype(float)
-            A = A * np.exp(hit * (a - synth[q]) / 2.0)
+            # A(x) exp(q(x) (a - q(A)) / 2): only the rows in q's cell change
+            hit = answers.rows_in(q)
+            A[hit] *= np.exp(np.ones(len(hit)) * (a - answers.answer(synth, q)) / 2.0)
             A /= A.sum()
             total += A
             yield loop.event(round=t, cliques=[queries.cliques[i]], source=PRIVATE,
                              sigma=n * sigma, epsilon=eps0, rho_select=rho_select,
                              rho_measure=rho_measure, started=started, model_size_mb=size_mb,
                              n_candidates=n_candidates, note=f"cell {queries.describe(q)}",
-                             curator=queries.curator(scores, q))
+                             curator=queries.curator(buffer.scores, q))
         self.distribution = total / self.T
 
     def sample(self, loop, rows: int, rng: np.random.Generator, public_codes=None) -> pd.DataFrame:

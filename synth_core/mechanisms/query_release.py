@@ -103,6 +103,110 @@ class CountingQueries:
                              tuple(float(s) for s in best), self.clique_index(chosen_query))
 
 
+class SupportAnswers:
+    """The counting queries' answers under a weighted distribution on a support.
+
+    Support row ``x`` falls in exactly one cell of each of the ``C`` workload
+    marginals, so a distribution ``A`` on ``S`` support rows gives a non-zero
+    answer to at most ``S C`` of the ``Q`` queries (the *touched* ones):
+    ``q(A) = sum_{x : x in q} A(x)``, per marginal a bincount of the weights
+    over the marginal's touched cells. Every other query's answer is exactly 0.
+    The structure holds ``C S`` 32-bit positions and at most ``S C`` touched
+    queries with their answers, never ``O(Q)`` or the full domain.
+
+    Each touched query sums its rows in support order, as a per-marginal
+    ``np.bincount`` over the whole marginal does, so the answers are
+    bit-identical to the dense ones.
+    """
+
+    def __init__(self, queries: CountingQueries, support: np.ndarray, columns: Sequence[str]):
+        self.queries = queries
+        self.rows = len(support)
+        index = {c: j for j, c in enumerate(columns)}
+        #: (C, S): each support row's position among its marginal's touched cells
+        self.local = np.empty((len(queries.cliques), self.rows), dtype=np.int32)
+        touched = []
+        for i, cl in enumerate(queries.cliques):
+            cell = np.zeros(self.rows, dtype=np.int64)
+            for c in cl:
+                cell = cell * queries.sizes[c] + support[:, index[c]]
+            cells, self.local[i] = np.unique(cell, return_inverse=True)
+            touched.append(cells + queries.offsets[i])
+        #: sorted global indices of the touched queries; marginal i's are touched[starts[i]:starts[i+1]]
+        self.touched = np.concatenate(touched) if touched else np.zeros(0, dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum([len(t) for t in touched])]).astype(np.int64)
+        self._out = np.empty(len(self.touched))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the structure (grows with support x marginals only)."""
+        return self.local.nbytes + self.touched.nbytes + self.starts.nbytes + self._out.nbytes
+
+    def touched_answers(self, weights: np.ndarray) -> np.ndarray:
+        """``q(A)`` for each query in ``touched`` (the others are 0), in a buffer
+        that the next call overwrites."""
+        for i, lo, hi in zip(range(len(self.local)), self.starts[:-1], self.starts[1:]):
+            self._out[lo:hi] = np.bincount(self.local[i], weights=weights, minlength=int(hi - lo))
+        return self._out
+
+    def _position(self, q: int) -> int:
+        """Index of query ``q`` in ``touched``, or -1 when untouched."""
+        j = int(np.searchsorted(self.touched, q))
+        return j if j < len(self.touched) and self.touched[j] == q else -1
+
+    def answer(self, touched_answers: np.ndarray, q: int) -> float:
+        """Query ``q``'s answer from :meth:`touched_answers` (0 when untouched)."""
+        j = self._position(q)
+        return float(touched_answers[j]) if j >= 0 else 0.0
+
+    def rows_in(self, q: int) -> np.ndarray:
+        """The support rows that fall in query ``q``'s cell."""
+        j = self._position(q)
+        if j < 0:
+            return np.zeros(0, dtype=np.int64)
+        i = self.queries.clique_index(q)
+        return np.flatnonzero(self.local[i] == j - self.starts[i])
+
+    def dense(self, weights: np.ndarray) -> np.ndarray:
+        """All ``Q`` answers as one dense vector (reference and tests; O(Q) memory)."""
+        out = np.zeros(self.queries.total)
+        out[self.touched] = self.touched_answers(weights)
+        return out
+
+
+class ScoreBuffer:
+    """The selection scores ``|q(A) - q(D)|`` of every counting query, kept in one
+    preallocated vector and updated in place where ``q(A)`` can be non-zero.
+
+    An untouched query has ``q(A) = 0``, so its score is ``|0 - q(D)| = q(D)``,
+    fixed for the whole run; only the touched ones change from round to round.
+    ``selectable`` (optional) marks the queries selection may pick: the others
+    hold ``-inf`` in :attr:`selection` (never chosen), while :attr:`scores`
+    keeps every score (for the curator's per-marginal best).
+    """
+
+    def __init__(self, true: np.ndarray, touched: np.ndarray, selectable: np.ndarray | None):
+        self.true = true
+        self.touched = touched
+        self.true_touched = true[touched]
+        self.scores = np.abs(true)
+        self._diff = np.empty(len(touched))
+        if selectable is None:
+            self.selection, self._keep = self.scores, None
+        else:
+            self.selection = np.where(selectable, self.scores, -np.inf)
+            self._keep = selectable[touched]
+            self._touched_selectable = touched[self._keep]
+
+    def update(self, touched_answers: np.ndarray) -> None:
+        """Scores for the answers of the touched queries (the others stay)."""
+        np.subtract(touched_answers, self.true_touched, out=self._diff)
+        np.abs(self._diff, out=self._diff)
+        self.scores[self.touched] = self._diff
+        if self._keep is not None:
+            self.selection[self._touched_selectable] = self._diff[self._keep]
+
+
 class QueryReleaseMechanism(Mechanism):
     """A mechanism that measures single counting queries in its own rounds
     (:class:`QueryReleaseLoop`) and samples its records itself (no PGM model).
