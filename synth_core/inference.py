@@ -592,3 +592,78 @@ class TreeOracle:
 
     def __call__(self, potentials: Mapping[Clique, np.ndarray], total: float) -> dict[Clique, np.ndarray]:
         return self.marginals(self.beliefs(potentials), total)
+
+
+# -- sampling records from calibrated beliefs -----------------------------------------
+
+def stratified_draw(cdf: np.ndarray, groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One code per row: row ``i`` draws from the cumulative distribution ``cdf[groups[i]]``.
+
+    Stratified within each group: the ``n_g`` rows of group ``g``, in random
+    order, get ``u = (rank + U(0,1)) / n_g``, one in each of ``n_g`` equal
+    slices of [0, 1), and take the first code whose cumulative probability
+    exceeds ``u``. Each code's count in a group is then its expected count
+    rounded up or down (randomised rounding), not a multinomial draw.
+    """
+    n = groups.size
+    k = cdf.shape[1]
+    order = rng.permutation(n)
+    by_group = order[np.argsort(groups[order], kind="stable")]
+    counts = np.bincount(groups, minlength=cdf.shape[0])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_group] = np.arange(n) - starts[groups[by_group]]
+    u = (rank + rng.random(n)) / counts[groups]
+    flat = (cdf + np.arange(cdf.shape[0])[:, None]).reshape(-1)
+    idx = np.searchsorted(flat, groups + u, side="right") - groups * k
+    return np.clip(idx, 0, k - 1)
+
+
+def sample_records(marginals: ModelMarginals, rows: int, rng: np.random.Generator
+                   ) -> dict[str, np.ndarray]:
+    """``rows`` records (integer codes per column) drawn from a calibrated junction tree.
+
+    Each connected part is walked breadth-first from a root: the root's
+    columns are drawn from its belief, every later node's new columns from
+    ``p(new | separator)`` (its belief divided by the separator's marginal)
+    given the separator values already drawn (the running-intersection
+    property makes the separator exactly the node's drawn columns). Draws
+    are stratified per separator value (:func:`stratified_draw`).
+    """
+    sizes = marginals.sizes
+    data: dict[str, np.ndarray] = {}
+    seen: set = set()
+    for start in marginals.beliefs:
+        if start in seen:
+            continue
+        seen.add(start)
+        queue = [start]
+        for node in queue:
+            _draw_node(marginals.beliefs[node], node, sizes, data, rows, rng)
+            for nb in marginals.adjacent[node]:
+                if nb not in seen:
+                    seen.add(nb)
+                    queue.append(nb)
+    return {c: data[c] for c in sizes}
+
+
+def _draw_node(belief: np.ndarray, node: Clique, sizes: Mapping[str, int],
+               data: dict[str, np.ndarray], rows: int, rng: np.random.Generator) -> None:
+    """Draw the node's columns not yet in ``data`` given the ones that are."""
+    given = [c for c in node if c in data]
+    new = [c for c in node if c not in data]
+    if not new:
+        return
+    table = np.transpose(belief, [node.index(c) for c in given + new])
+    table = table.reshape(int(np.prod([sizes[c] for c in given], dtype=np.int64)), -1)
+    mass = table.sum(axis=1, keepdims=True)
+    cond = np.divide(table, mass, out=np.full_like(table, 1.0 / table.shape[1]), where=mass > 0)
+    cdf = np.cumsum(cond, axis=1)
+    cdf[:, -1] = 1.0
+    if given:
+        groups = np.ravel_multi_index([data[c] for c in given], [sizes[c] for c in given])
+    else:
+        groups = np.zeros(rows, dtype=np.int64)
+    codes = stratified_draw(cdf, groups, rng)
+    for c, values in zip(new, np.unravel_index(codes, [sizes[c] for c in new])):
+        data[c] = values.astype(np.int64)

@@ -41,7 +41,7 @@ import pandas as pd
 
 from .heap import return_freed_memory
 from .inference import (ModelMarginals, TreeOracle, calibrate, cells, elimination_cliques,
-                        maximal_cliques, smallest_holder)
+                        maximal_cliques, sample_records, smallest_holder)
 from .runtime import estimation, prepare_process
 
 Clique = tuple[str, ...]
@@ -461,11 +461,20 @@ class FittedModel:
         return self.marginals.many(cliques)
 
     def sample(self, rows: int, seed: int) -> pd.DataFrame:
-        """Synthetic records (integer codes) drawn by ``mbi`` from the model."""
+        """Synthetic records (integer codes) drawn from the model.
+
+        A numpy-path model samples in numpy from its calibrated junction tree
+        (:func:`~synth_core.inference.sample_records`, stratified per
+        separator value); a compiled-path model with ``mbi``'s sampler
+        (randomised rounding along the reverse elimination order).
+        """
         columns = list(self.sizes)
         if self.potentials is None:  # uniform model: nothing measured
             rng = np.random.default_rng(seed)
             return pd.DataFrame({c: rng.integers(0, s, rows) for c, s in self.sizes.items()})
+        if self.path == "numpy":
+            data = sample_records(self.marginals, int(rows), np.random.default_rng(seed))
+            return pd.DataFrame({c: data[c] for c in columns})
         mrf = self.mrf
         with _JAX_LOCK, estimation():  # mbi samples with NumPy's global generator
             saved = np.random.get_state()
