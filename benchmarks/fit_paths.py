@@ -6,7 +6,9 @@ Two parts:
   clique structure on each path, over a range of junction-tree sizes (a
   chain of 3-way cliques over columns of one size; noisy counts, the
   engine's per-round settings: at most 1000 steps, tol 1e-4). JAX is
-  imported before the first timing; a compiled fit includes its compile.
+  imported before the first timing; a compiled fit includes its compile,
+  ``cpu_s_same_structure_again`` is a second fit of the same structure (the
+  compiled program reused: what a repeated measurement costs).
   This justifies :data:`synth_core.model.NUMPY_BELOW_MB`.
 * ``kind=run``: the Titanic sample end to end (``synth run``) in a fresh
   process, CPU seconds (user+sys of the child) as the median of ``--repeats``
@@ -57,15 +59,20 @@ def chain_model(columns: int, size: int, seed: int):
     return sizes, meas
 
 
-def fit_seconds(sizes, meas, path: str) -> tuple[float, float, int]:
-    """CPU seconds of one fit on ``path``, the junction tree's MB, and the steps taken."""
+def fit_seconds(sizes, meas, path: str) -> tuple[float, float, float, int]:
+    """CPU seconds of a first fit of the structure on ``path`` and of a second one (the
+    compiled program then reused), the junction tree's MB, and the steps of the first."""
     from synth_core.model import PGMEstimator
 
     est = PGMEstimator(sizes, max_iters=1000, tol=1e-4, path=path)
     total = est.estimate_total(meas)
     start = time.process_time()
     model = est.fit(meas, total)
-    return time.process_time() - start, model.size_mb, model.iterations
+    first = time.process_time() - start
+    again = [type(m)(m.clique, m.values * 1.01, m.stddev) for m in meas]
+    start = time.process_time()
+    est.fit(again, total)
+    return first, time.process_time() - start, model.size_mb, model.iterations
 
 
 def fit_rows():
@@ -73,15 +80,16 @@ def fit_rows():
     import jax  # noqa: F401  (imported before timing: a compiled fit is charged its compile only)
 
     seed = 0
-    for columns, size in [(4, 2), (5, 4), (6, 8), (6, 12), (6, 16), (6, 24), (6, 32), (5, 48)]:
+    for columns, size in [(4, 2), (5, 4), (6, 8), (6, 12), (6, 16), (6, 24), (6, 32), (5, 48), (5, 64), (5, 80)]:
         for path in ("numpy", "jax"):
             seed += 1   # a new structure each time: values differ, the compiled path recompiles
             sizes, meas = chain_model(columns, size, seed)
             sizes = {f"{k}_{seed}": v for k, v in sizes.items()}   # new names: a new program
             meas = [type(m)(tuple(f"{c}_{seed}" for c in m.clique), m.values, m.stddev) for m in meas]
-            cpu, mb, steps = fit_seconds(sizes, meas, path)
+            cpu, rerun, mb, steps = fit_seconds(sizes, meas, path)
             print(json.dumps({"kind": "fit", "path": path, "columns": columns, "size": size,
                               "tree_mb": round(mb, 4), "steps": steps, "cpu_s": round(cpu, 3),
+                              "cpu_s_same_structure_again": round(rerun, 3),
                               "loadavg": loadavg()}), flush=True)
 
 

@@ -575,6 +575,7 @@ class TreeOracle:
                 msg = msg / max(msg.max(), 1e-300)
                 up[node] = msg
                 table[par] = table[par] * msg.reshape(par_shape)
+                table[par] = table[par] / max(table[par].max(), 1e-300)
             for node, par, _, _, par_drop, node_shape in plan[1:]:
                 down = table[par].sum(axis=par_drop) if par_drop else table[par]
                 ratio = np.divide(down, up[node], out=np.zeros_like(down), where=up[node] > 0)

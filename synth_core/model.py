@@ -370,7 +370,7 @@ class L2Loss:
             yield home, back, shape, (proj - y) * inv_s, inv_s
 
     def __call__(self, mu: Mapping[Clique, np.ndarray]) -> float:
-        return float(sum(0.5 * np.vdot(d, d) for _, _, _, d, _ in self._residuals(mu)))
+        return float(sum(0.5 * np.sum(d * d) for _, _, _, d, _ in self._residuals(mu)))
 
     def grad(self, mu: Mapping[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
         g = {cl: np.zeros_like(mu[cl]) for cl in self.cliques}
@@ -380,7 +380,8 @@ class L2Loss:
 
 
 def _dot(a: Mapping[Clique, np.ndarray], b: Mapping[Clique, np.ndarray]) -> float:
-    return float(sum(np.vdot(a[cl], b[cl]) for cl in a))
+    """``<a, b>`` summed over cliques (elementwise, not BLAS: BLAS threads stall on a busy machine)."""
+    return float(sum(np.sum(a[cl] * b[cl]) for cl in a))
 
 
 def numpy_mirror_descent(oracle: TreeOracle, loss_fn: L2Loss, potentials: dict, total: float,
