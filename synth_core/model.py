@@ -1,8 +1,15 @@
 """Private-PGM (``mbi``) wrapper: fit, exact marginals, sample.
 
-Estimation and sampling are ``mbi``'s. What this module adds is how they are
-driven, because every new clique structure is a new compiled JAX program
-(docs/performance.md, "Where the time goes"):
+A fit runs on one of two paths, chosen by the junction tree's size
+(:data:`NUMPY_BELOW_MB`, docs/performance.md, "Fit paths"):
+
+* **numpy** for small models: the same mirror descent, step rule and stopping
+  test as the compiled program (:func:`numpy_mirror_descent`), on a junction
+  tree built and propagated in numpy (:class:`~synth_core.inference.TreeOracle`);
+  the model samples in numpy too. Neither JAX nor ``mbi`` is imported: both
+  load on first use of the compiled path (:func:`_mbi`).
+* **jax** for larger ones, because every new clique structure is a new
+  compiled JAX program (docs/performance.md, "Where the time goes"):
 
 * one compiled program per fit, with a single marginal-oracle call site:
   ``mbi``'s mirror descent with Armijo line search, shifted so that each step
