@@ -116,6 +116,8 @@ class RoundEvent:
     n_candidates: int = 0
     note: str = ""
     curator: CuratorScores | None = field(default=None, compare=False)
+    #: the engine of the round's last model fit: ``numpy`` or ``jax`` (``""``: none yet)
+    fit_path: str = field(default="", compare=False)
 
     @property
     def clique(self) -> Clique | None:
@@ -300,7 +302,8 @@ class RunLoop:
                         epsilon=epsilon, rho_select=rho_select, rho_measure=rho_measure,
                         rho_spent=self.ledger.spent, rho_total=self.ledger.total,
                         model_size_mb=model_size_mb, seconds=time.perf_counter() - started,
-                        n_candidates=n_candidates, note=note, curator=curator)
+                        n_candidates=n_candidates, note=note, curator=curator,
+                        fit_path=getattr(self.estimator, "last_path", None) or "")
         self.events.append(ev)
         return ev
 

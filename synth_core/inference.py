@@ -372,3 +372,299 @@ def calibrate(sizes: Mapping[str, int], log_potentials: Mapping[Clique, np.ndarr
             b = np.exp(b - b.max())
             beliefs[C] = b / b.sum()
     return beliefs
+
+
+# -- a junction tree and a marginal oracle in numpy (the small-model fit path) --
+
+def maximal_cliques(cliques: Sequence[Clique]) -> list[Clique]:
+    """The cliques no other clique contains, longest first, then in given order.
+
+    The same list, in the same order, as ``mbi.clique_utils.maximal_subset``
+    (a test compares them): the fit's potentials live on these cliques.
+    """
+    result: list[Clique] = []
+    kept: list[frozenset] = []
+    seen: set = set()
+    for cl in sorted((tuple(c) for c in cliques), key=len, reverse=True):
+        s = frozenset(cl)
+        if s in seen:
+            continue
+        seen.add(s)
+        if not any(s <= m for m in kept):
+            result.append(cl)
+            kept.append(s)
+    return result
+
+
+def cells(sizes: Mapping[str, int], clique: Sequence[str]) -> int:
+    """Number of cells of a clique's table: the product of its column sizes."""
+    return int(np.prod([sizes[c] for c in clique], dtype=np.int64))
+
+
+def smallest_holder(sizes: Mapping[str, int], clique: Sequence[str],
+                    candidates: Sequence[Clique]) -> Clique | None:
+    """The first of the smallest (by cells) candidates containing ``clique``, or None."""
+    scope = set(clique)
+    holders = [c for c in candidates if scope <= set(c)]
+    return min(holders, key=lambda c: cells(sizes, c)) if holders else None
+
+
+def elimination_cliques(sizes: Mapping[str, int], cliques: Sequence[Clique]) -> list[frozenset]:
+    """Maximal cliques of the triangulation by ``mbi``'s greedy elimination order.
+
+    The cost of eliminating a column is the number of cells of the union of
+    it and its neighbours (1 for a column in no clique); ties go to the
+    earlier column in ``sizes``' order. Each elimination forms the clique of
+    the column and its remaining neighbours; the maximal ones are returned.
+    """
+    nbrs: dict[str, set] = {a: set() for a in sizes}
+    for cl in cliques:
+        for a in cl:
+            nbrs[a].update(c for c in cl if c != a)
+    in_clique = {a for cl in cliques for a in cl}
+    remaining = list(sizes)
+    formed: list[frozenset] = []
+    while remaining:
+        best, best_cost = None, None
+        for a in remaining:
+            cost = cells(sizes, [a, *nbrs[a]]) if (a in in_clique or nbrs[a]) else 1
+            if best_cost is None or cost < best_cost:
+                best, best_cost = a, cost
+        around = nbrs.pop(best)
+        for b in around:
+            nbrs[b].discard(best)
+            nbrs[b].update(c for c in around if c != b)
+        remaining.remove(best)
+        formed.append(frozenset(around | {best}))
+    return [c for c in dict.fromkeys(formed) if not any(c < o for o in formed)]
+
+
+def junction_tree(sizes: Mapping[str, int], cliques: Sequence[Clique]
+                  ) -> tuple[list[Clique], list[tuple[Clique, Clique]]]:
+    """A junction tree (forest) whose nodes cover every clique, without ``mbi``.
+
+    Nodes: the maximal cliques of the greedy triangulation
+    (:func:`elimination_cliques`), each in schema order; edges: a maximum
+    spanning forest of the graph linking nodes that share columns, weighted
+    by the number shared (Kruskal). For the cliques of a triangulated graph
+    such a forest has the running-intersection property, so belief
+    propagation on it gives exact marginals (the tree ``mbi`` builds may
+    differ where weights tie; the marginals do not).
+    """
+    order = {c: i for i, c in enumerate(sizes)}
+    nodes = sorted(tuple(sorted(c, key=order.__getitem__))
+                   for c in (_spanning_tree_edges(sizes, cliques)
+                             or elimination_cliques(sizes, cliques)))
+    pairs = sorted(((len(set(a) & set(b)), i, j) for i, a in enumerate(nodes)
+                    for j, b in enumerate(nodes) if i < j and set(a) & set(b)),
+                   key=lambda t: -t[0])
+    root = list(range(len(nodes)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    edges = []
+    for _, i, j in pairs:
+        ri, rj = find(i), find(j)
+        if ri != rj:
+            root[ri] = rj
+            edges.append((nodes[i], nodes[j]))
+    return nodes, edges
+
+
+def _spanning_tree_edges(sizes: Mapping[str, int], cliques: Sequence[Clique]) -> list[frozenset]:
+    """The edges of the cliques' graph if it is a tree over every column (else ``[]``).
+
+    Such a graph is already triangulated: its edges are the junction tree's
+    nodes (``mbi`` eliminates it in depth-first post-order).
+    """
+    edges = {frozenset((a, b)) for cl in cliques for a in cl for b in cl if a != b}
+    if len(edges) != len(sizes) - 1 or not edges:
+        return []
+    root = {c: c for c in sizes}
+
+    def find(c):
+        while root[c] != c:
+            c = root[c]
+        return c
+
+    for a, b in map(tuple, edges):
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            return []
+        root[ra] = rb
+    return sorted(edges, key=sorted)
+
+
+def _axes_plan(labels: Sequence[str], keep: Sequence[str]) -> tuple[tuple[int, ...], list[int]]:
+    """Axes of ``labels`` to sum so ``keep`` remains, and the transpose into ``keep``'s order."""
+    drop = tuple(i for i, c in enumerate(labels) if c not in keep)
+    remaining = [c for c in labels if c in keep]
+    return drop, [remaining.index(c) for c in keep]
+
+
+class TreeOracle:
+    """Marginals of a model with log-potentials on ``cliques``, by Hugin propagation in numpy.
+
+    ``p(x) ∝ exp(sum_r theta_r(x_r))``; every potential is added to its
+    smallest junction-tree node; each connected part is calibrated by two
+    passes of sum-product messages in probability space (each node's table
+    is ``exp(log-table - its max)``, each message scaled to max 1, which
+    changes no normalised belief). Calling it returns ``total * p(r)`` for
+    every potential clique ``r``, in ``r``'s column order: what ``mbi``'s
+    oracles return. Everything structural (homes, axes, broadcast shapes)
+    is planned once, so a call is a handful of numpy operations per node.
+    """
+
+    def __init__(self, sizes: Mapping[str, int], cliques: Sequence[Clique],
+                 tree: tuple[list[Clique], list[tuple[Clique, Clique]]] | None = None):
+        self.sizes = dict(sizes)
+        self.cliques = [tuple(c) for c in cliques]
+        self.nodes, self.edges = tree if tree is not None else junction_tree(self.sizes, self.cliques)
+        self.home = {r: smallest_holder(self.sizes, r, self.nodes) for r in self.cliques}
+        self._into = {r: self._broadcast_plan(r, self.home[r]) for r in self.cliques}
+        self._out = {r: _axes_plan(self.home[r], r) for r in self.cliques}
+        self._parts = self._plan_parts()
+
+    def _broadcast_plan(self, labels: Sequence[str], target: Sequence[str]):
+        perm = [list(labels).index(c) for c in target if c in labels]
+        return perm, [self.sizes[c] if c in labels else 1 for c in target]
+
+    def _plan_parts(self) -> list[list[tuple]]:
+        """Per connected part: (node, parent, axes to sum to the separator, separator shape in parent, in node)."""
+        adjacent: dict[Clique, list[Clique]] = {n: [] for n in self.nodes}
+        for a, b in self.edges:
+            adjacent[a].append(b)
+            adjacent[b].append(a)
+        seen: set = set()
+        parts = []
+        for start in self.nodes:
+            if start in seen:
+                continue
+            seen.add(start)
+            plan, queue = [(start, None, None, None, None, None)], [start]
+            for node in queue:
+                for nb in adjacent[node]:
+                    if nb in seen:
+                        continue
+                    seen.add(nb)
+                    queue.append(nb)
+                    sep = [c for c in nb if c in node]   # schema order in both
+                    plan.append((nb, node,
+                                 tuple(i for i, c in enumerate(nb) if c not in sep),
+                                 [self.sizes[c] if c in sep else 1 for c in node],
+                                 tuple(i for i, c in enumerate(node) if c not in sep),
+                                 [self.sizes[c] if c in sep else 1 for c in nb]))
+            parts.append(plan)
+        return parts
+
+    def beliefs(self, potentials: Mapping[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
+        """Calibrated probabilities (each sums to one) of every junction-tree node."""
+        logs = {n: np.zeros([self.sizes[c] for c in n]) for n in self.nodes}
+        for r, theta in potentials.items():
+            perm, shape = self._into[r]
+            logs[self.home[r]] = logs[self.home[r]] + np.transpose(theta, perm).reshape(shape)
+        table = {n: np.exp(t - t.max()) for n, t in logs.items()}
+        for plan in self._parts:
+            up = {}
+            for node, par, node_drop, par_shape, _, _ in reversed(plan[1:]):
+                msg = table[node].sum(axis=node_drop) if node_drop else table[node]
+                msg = msg / max(msg.max(), 1e-300)
+                up[node] = msg
+                table[par] = table[par] * msg.reshape(par_shape)
+                table[par] = table[par] / max(table[par].max(), 1e-300)
+            for node, par, _, _, par_drop, node_shape in plan[1:]:
+                down = table[par].sum(axis=par_drop) if par_drop else table[par]
+                ratio = np.divide(down, up[node], out=np.zeros_like(down), where=up[node] > 0)
+                table[node] = table[node] * ratio.reshape(node_shape)
+        return {n: t / t.sum() for n, t in table.items()}
+
+    def marginals(self, beliefs: Mapping[Clique, np.ndarray], total: float) -> dict[Clique, np.ndarray]:
+        """``total * p(r)`` for every potential clique ``r``, from calibrated beliefs."""
+        out = {}
+        for r in self.cliques:
+            drop, perm = self._out[r]
+            b = beliefs[self.home[r]]
+            out[r] = np.transpose(b.sum(axis=drop) if drop else b, perm) * total
+        return out
+
+    def __call__(self, potentials: Mapping[Clique, np.ndarray], total: float) -> dict[Clique, np.ndarray]:
+        return self.marginals(self.beliefs(potentials), total)
+
+
+# -- sampling records from calibrated beliefs -----------------------------------------
+
+def stratified_draw(cdf: np.ndarray, groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One code per row: row ``i`` draws from the cumulative distribution ``cdf[groups[i]]``.
+
+    Stratified within each group: the ``n_g`` rows of group ``g``, in random
+    order, get ``u = (rank + U(0,1)) / n_g``, one in each of ``n_g`` equal
+    slices of [0, 1), and take the first code whose cumulative probability
+    exceeds ``u``. Each code's count in a group is then its expected count
+    rounded up or down (randomised rounding), not a multinomial draw.
+    """
+    n = groups.size
+    k = cdf.shape[1]
+    order = rng.permutation(n)
+    by_group = order[np.argsort(groups[order], kind="stable")]
+    counts = np.bincount(groups, minlength=cdf.shape[0])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_group] = np.arange(n) - starts[groups[by_group]]
+    u = (rank + rng.random(n)) / counts[groups]
+    flat = (cdf + np.arange(cdf.shape[0])[:, None]).reshape(-1)
+    idx = np.searchsorted(flat, groups + u, side="right") - groups * k
+    return np.clip(idx, 0, k - 1)
+
+
+def sample_records(marginals: ModelMarginals, rows: int, rng: np.random.Generator
+                   ) -> dict[str, np.ndarray]:
+    """``rows`` records (integer codes per column) drawn from a calibrated junction tree.
+
+    Each connected part is walked breadth-first from a root: the root's
+    columns are drawn from its belief, every later node's new columns from
+    ``p(new | separator)`` (its belief divided by the separator's marginal)
+    given the separator values already drawn (the running-intersection
+    property makes the separator exactly the node's drawn columns). Draws
+    are stratified per separator value (:func:`stratified_draw`).
+    """
+    sizes = marginals.sizes
+    data: dict[str, np.ndarray] = {}
+    seen: set = set()
+    for start in marginals.beliefs:
+        if start in seen:
+            continue
+        seen.add(start)
+        queue = [start]
+        for node in queue:
+            _draw_node(marginals.beliefs[node], node, sizes, data, rows, rng)
+            for nb in marginals.adjacent[node]:
+                if nb not in seen:
+                    seen.add(nb)
+                    queue.append(nb)
+    return {c: data[c] for c in sizes}
+
+
+def _draw_node(belief: np.ndarray, node: Clique, sizes: Mapping[str, int],
+               data: dict[str, np.ndarray], rows: int, rng: np.random.Generator) -> None:
+    """Draw the node's columns not yet in ``data`` given the ones that are."""
+    given = [c for c in node if c in data]
+    new = [c for c in node if c not in data]
+    if not new:
+        return
+    table = np.transpose(belief, [node.index(c) for c in given + new])
+    table = table.reshape(int(np.prod([sizes[c] for c in given], dtype=np.int64)), -1)
+    mass = table.sum(axis=1, keepdims=True)
+    cond = np.divide(table, mass, out=np.full_like(table, 1.0 / table.shape[1]), where=mass > 0)
+    cdf = np.cumsum(cond, axis=1)
+    cdf[:, -1] = 1.0
+    if given:
+        groups = np.ravel_multi_index([data[c] for c in given], [sizes[c] for c in given])
+    else:
+        groups = np.zeros(rows, dtype=np.int64)
+    codes = stratified_draw(cdf, groups, rng)
+    for c, values in zip(new, np.unravel_index(codes, [sizes[c] for c in new])):
+        data[c] = values.astype(np.int64)

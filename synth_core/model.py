@@ -1,8 +1,15 @@
 """Private-PGM (``mbi``) wrapper: fit, exact marginals, sample.
 
-Estimation and sampling are ``mbi``'s. What this module adds is how they are
-driven, because every new clique structure is a new compiled JAX program
-(docs/performance.md, "Where the time goes"):
+A fit runs on one of two paths, chosen by the junction tree's size
+(:data:`NUMPY_BELOW_MB`, docs/performance.md, "Fit paths"):
+
+* **numpy** for small models: the same mirror descent, step rule and stopping
+  test as the compiled program (:func:`numpy_mirror_descent`), on a junction
+  tree built and propagated in numpy (:class:`~synth_core.inference.TreeOracle`);
+  the model samples in numpy too. Neither JAX nor ``mbi`` is imported: both
+  load on first use of the compiled path (:func:`_mbi`).
+* **jax** for larger ones, because every new clique structure is a new
+  compiled JAX program (docs/performance.md, "Where the time goes"):
 
 * one compiled program per fit, with a single marginal-oracle call site:
   ``mbi``'s mirror descent with Armijo line search, shifted so that each step
@@ -36,25 +43,46 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, NamedTuple, Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from .heap import return_freed_memory
-from .inference import ModelMarginals, calibrate
+from .inference import (ModelMarginals, TreeOracle, calibrate, cells, elimination_cliques,
+                        maximal_cliques, sample_records, smallest_holder)
 from .runtime import estimation, prepare_process
 
-# mbi warns on import unless JAX is in float64 with no persistent compilation
-# cache: imported in the scope it always runs in
-with estimation():
-    import mbi
-    from mbi import junction_tree, marginal_oracles
-    from mbi.clique_vector import CliqueVector
-    from mbi.estimation import minimum_variance_unbiased_total
-    from mbi.marginal_loss import LinearMeasurement, from_linear_measurements
-
 Clique = tuple[str, ...]
+
+#: The fit runs in numpy (:func:`numpy_mirror_descent`) below this junction-tree
+#: size in MB, as a compiled JAX program from it on (``benchmarks/fit_paths.py``
+#: measures the crossover; docs/performance.md, "Fit paths").
+NUMPY_BELOW_MB = 1.0
+#: Environment variable forcing the fit path of ``path="auto"`` estimators: ``numpy`` or ``jax``.
+FIT_PATH_ENV = "SYNTH_FIT_PATH"
+FIT_PATHS = ("numpy", "jax")
+
+
+@functools.lru_cache(maxsize=1)
+def _mbi():
+    """``mbi`` and the parts of it the compiled path uses, imported on first use.
+
+    ``mbi`` imports JAX (about a CPU second) and warns on import unless JAX is
+    in float64 with no persistent compilation cache: imported in the scope it
+    always runs in, and only when a fit, total or sample needs it.
+    """
+    import types
+
+    with estimation():
+        import mbi
+        from mbi import junction_tree, marginal_oracles
+        from mbi.clique_vector import CliqueVector
+        from mbi.marginal_loss import LinearMeasurement, from_linear_measurements
+    return types.SimpleNamespace(
+        mbi=mbi, junction_tree=junction_tree, marginal_oracles=marginal_oracles,
+        CliqueVector=CliqueVector, LinearMeasurement=LinearMeasurement,
+        from_linear_measurements=from_linear_measurements,
+        ORACLES={"hugin": marginal_oracles.message_passing_hugin,
+                 "implicit": marginal_oracles.message_passing_fast})
 
 #: Mirror-descent steps between two convergence checks.
 STEPS_PER_BLOCK = 50
@@ -70,10 +98,7 @@ _JAX_LOCK = threading.Lock()
 #: quick to compile), ``implicit`` keeps the potentials factored and
 #: contracts them with dot products (slower to compile, much faster to run
 #: on large models: 0.03 s against 0.7 s per call on a 46 MB Adult model).
-ORACLES = {
-    "hugin": marginal_oracles.message_passing_hugin,
-    "implicit": marginal_oracles.message_passing_fast,
-}
+ORACLE_NAMES = ("hugin", "implicit")
 #: ``oracle="auto"`` uses ``implicit`` from this junction-tree size (MB) on.
 IMPLICIT_FROM_MB = 8.0
 
@@ -90,6 +115,8 @@ def memory_maps() -> int:
 def bound_compiled_programs(limit: int = MAX_MEMORY_MAPS) -> bool:
     """Clear JAX's compiled programs if the process holds too many memory maps."""
     if memory_maps() > limit:
+        import jax
+
         jax.clear_caches()
         return True
     return False
@@ -144,9 +171,9 @@ def model_size_mb(sizes: Mapping[str, int], cliques: Sequence[Clique]) -> float:
     random clique sets) without building networkx graphs: the size filter asks
     this for every candidate in every round. Same rules as mbi: a forest-free
     tree over all columns is triangulated as it is; otherwise mbi's greedy
-    elimination order (cost = cells of the union of the cliques holding the
-    column, 1 for a column in none, ties to the earlier column) is simulated,
-    and the maximal elimination cliques are the junction tree's cliques.
+    elimination order is simulated
+    (:func:`~synth_core.inference.elimination_cliques`), and the maximal
+    elimination cliques are the junction tree's cliques.
     """
     if not cliques:
         return 0.0
@@ -157,31 +184,9 @@ def model_size_mb(sizes: Mapping[str, int], cliques: Sequence[Clique]) -> float:
             nbrs[a].update(c for c in cl if c != a)
     edges = sum(len(v) for v in nbrs.values()) // 2
     if edges and edges == len(attrs) - 1 and _connected(nbrs):  # a tree: edges are the cliques
-        cells = sum(sizes[a] * sizes[b] for a in attrs for b in nbrs[a] if a < b)
-        return cells * 8 / 2 ** 20
-    in_clique = {a for cl in cliques for a in cl}
-    remaining = list(attrs)
-    elim_cliques: list[frozenset] = []
-    while remaining:
-        best, best_cost = None, None
-        for a in remaining:
-            if a in in_clique or nbrs[a]:
-                cost = sizes[a]
-                for b in nbrs[a]:
-                    cost *= sizes[b]
-            else:
-                cost = 1
-            if best_cost is None or cost < best_cost:
-                best, best_cost = a, cost
-        around = nbrs.pop(best)
-        for b in around:
-            nbrs[b].discard(best)
-            nbrs[b].update(c for c in around if c != b)
-        remaining.remove(best)
-        elim_cliques.append(frozenset(around | {best}))
-    maximal = [c for c in set(elim_cliques) if not any(c < o for o in elim_cliques)]
-    cells = sum(int(np.prod([sizes[a] for a in c], dtype=np.int64)) for c in maximal)
-    return cells * 8 / 2 ** 20
+        total = sum(sizes[a] * sizes[b] for a in attrs for b in nbrs[a] if a < b)
+        return total * 8 / 2 ** 20
+    return sum(cells(sizes, c) for c in elimination_cliques(sizes, cliques)) * 8 / 2 ** 20
 
 
 def _connected(nbrs: dict[str, set]) -> bool:
@@ -196,14 +201,17 @@ def _connected(nbrs: dict[str, set]) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _domain(items: tuple[tuple[str, int], ...]) -> mbi.Domain:
+def _domain(items: tuple[tuple[str, int], ...]):
     names, shape = zip(*items)
-    return mbi.Domain(names, shape)
+    return _mbi().mbi.Domain(names, shape)
 
 
-def make_domain(sizes: Mapping[str, int]) -> mbi.Domain:
+def make_domain(sizes: Mapping[str, int]):
+    """The ``mbi.Domain`` of the column sizes (imports ``mbi``)."""
     return _domain(tuple((str(k), int(v)) for k, v in sizes.items()))
 
+
+# -- the compiled path (JAX) -----------------------------------------------------
 
 class StepState(NamedTuple):
     """Mirror-descent state with one oracle call per step.
@@ -211,20 +219,23 @@ class StepState(NamedTuple):
     ``potentials`` is the accepted point and ``mu`` its marginals; ``trial``
     is the point the next step evaluates (``potentials - alpha * grad``).
     Before the first step ``trial`` is the starting point and ``fresh`` is
-    true: that step only evaluates it.
+    true: that step only evaluates it. (Fields are ``mbi`` clique vectors and
+    JAX scalars.)
     """
 
-    potentials: CliqueVector
-    mu: CliqueVector
-    alpha: jax.Array
-    loss: jax.Array
-    grad: CliqueVector
-    trial: CliqueVector
-    fresh: jax.Array
+    potentials: object
+    mu: object
+    alpha: object
+    loss: object
+    grad: object
+    trial: object
+    fresh: object
 
 
-def start_state(potentials: CliqueVector, loss_fn, total) -> StepState:
+def start_state(potentials, loss_fn, total) -> StepState:
     """The state before the first step: nothing evaluated yet, mbi's initial step size."""
+    import jax.numpy as jnp
+
     alpha = jnp.asarray(2.0 / (loss_fn.lipschitz * total), dtype=jnp.float64)
     zeros = potentials * 0.0
     return StepState(potentials, zeros, alpha, jnp.asarray(jnp.inf), zeros, potentials,
@@ -245,6 +256,9 @@ def mirror_descent_step(oracle, state: StepState, loss_fn, total) -> StepState:
     faster and each step runs belief propagation once (a test compares the
     iterates with mbi's to 1e-9).
     """
+    import jax
+    import jax.numpy as jnp
+
     trial_mu = oracle(state.trial, total)
     trial_loss = loss_fn(trial_mu)
     decrease = state.loss - trial_loss >= 0.5 * state.alpha * state.grad.dot(state.mu - trial_mu)
@@ -258,10 +272,12 @@ def mirror_descent_step(oracle, state: StepState, loss_fn, total) -> StepState:
                      jnp.asarray(False))
 
 
-@functools.partial(jax.jit, static_argnames=("oracle_name",))
-def _fit_program(potentials, loss_fn, total, tol, max_blocks, oracle_name):
-    """One compiled program: mirror descent until converged (a single oracle call site)."""
-    oracle = ORACLES[oracle_name]
+def _fit_body(potentials, loss_fn, total, tol, max_blocks, oracle_name):
+    """Mirror descent until converged (a single oracle call site), to be compiled."""
+    import jax
+    import jax.numpy as jnp
+
+    oracle = _mbi().ORACLES[oracle_name]
 
     def block(s):
         def step(carry, _):
@@ -284,33 +300,166 @@ def _fit_program(potentials, loss_fn, total, tol, max_blocks, oracle_name):
     return state.potentials, state.mu, loss, blocks
 
 
-def _extend(potentials: CliqueVector, cliques: Sequence[Clique], domain) -> CliqueVector:
-    """Warm start: the old potentials, and zero potentials on new cliques.
+@functools.lru_cache(maxsize=1)
+def _fit_program():
+    """The compiled fit program (one JAX ``jit`` of :func:`_fit_body`), built on first use."""
+    import jax
 
-    The same distribution (what ``CliqueVector.expand`` gives when the clique
-    set only grows), built without one eager JAX operation per clique.
+    return jax.jit(_fit_body, static_argnames=("oracle_name",))
+
+
+def expand_potentials(sizes: Mapping[str, int], potentials: Mapping[Clique, np.ndarray],
+                      cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
+    """Warm start: the old log-potentials re-expressed on ``cliques`` (same distribution).
+
+    Each old potential is added, broadcast, to the smallest new clique that
+    contains it (``mbi``'s ``CliqueVector.expand``); new cliques no old one
+    maps to start at zero.
     """
-    old = set(potentials.cliques)
-    if not old <= set(cliques):
-        return potentials.expand(list(cliques))
-    tables = {cl: potentials[cl] if cl in old else
-              mbi.Factor(domain.project(cl), jnp.zeros(domain.project(cl).shape))
-              for cl in cliques}
-    return CliqueVector(domain, list(cliques), tables)
+    out = {cl: np.zeros([sizes[c] for c in cl]) for cl in cliques}
+    for old, theta in potentials.items():
+        home = smallest_holder(sizes, old, list(cliques))
+        if home is None:
+            raise ValueError(f"warm start: no clique of the fit contains {old}")
+        perm = [list(old).index(c) for c in home if c in old]
+        shape = [sizes[c] if c in old else 1 for c in home]
+        out[home] = out[home] + np.transpose(theta, perm).reshape(shape)
+    return out
 
+
+def _clique_vector(domain, tables: Mapping[Clique, np.ndarray]):
+    """An ``mbi.CliqueVector`` of numpy tables (call inside :func:`estimation`)."""
+    import jax.numpy as jnp
+
+    m = _mbi()
+    return m.CliqueVector(domain, list(tables), {
+        cl: m.mbi.Factor(domain.project(cl), jnp.asarray(t, dtype=jnp.float64))
+        for cl, t in tables.items()})
+
+
+# -- the numpy path ----------------------------------------------------------------
+
+class L2Loss:
+    """``L(mu) = sum_i |P_{r_i} mu_{C_i} - y_i|^2 / (2 s_i^2)`` over identity measurements.
+
+    The potentials live on the maximal measured cliques (``mbi``'s
+    ``maximal_subset``, :func:`~synth_core.inference.maximal_cliques`); each
+    measurement reads the smallest one ``C_i`` holding its clique ``r_i``
+    (``mbi``'s routing), so the gradient
+    ``dL/dmu_C = sum_{i: C_i = C} P_{r_i}^T (P_{r_i} mu_C - y_i) / s_i^2``
+    sits where ``mbi``'s does. ``lipschitz`` is ``mbi``'s
+    ``max_C sum_{i: C_i = C} |C| / (|r_i| s_i^2)`` (exact for identity queries).
+    """
+
+    def __init__(self, sizes: Mapping[str, int], measurements: Sequence[FitMeasurement]):
+        self.sizes = dict(sizes)
+        self.cliques = maximal_cliques([m.clique for m in measurements])
+        self.terms = []
+        blocks: dict[Clique, float] = {}
+        for m in measurements:
+            r = tuple(m.clique)
+            home = smallest_holder(self.sizes, r, self.cliques)
+            s = max(float(m.stddev), 1e-12)
+            y = np.asarray(m.values, dtype=np.float64).reshape([self.sizes[c] for c in r])
+            drop = tuple(i for i, c in enumerate(home) if c not in r)
+            kept = [c for c in home if c in r]
+            to_r = [kept.index(c) for c in r]
+            back = [list(r).index(c) for c in kept]
+            shape = [self.sizes[c] if c in r else 1 for c in home]
+            self.terms.append((home, drop, to_r, back, shape, y, 1.0 / s))
+            blocks[home] = blocks.get(home, 0.0) + cells(self.sizes, home) / cells(self.sizes, r) / s ** 2
+        self.lipschitz = max(blocks.values()) if blocks else 1.0
+
+    def _residuals(self, mu: Mapping[Clique, np.ndarray]):
+        for home, drop, to_r, back, shape, y, inv_s in self.terms:
+            table = mu[home]
+            proj = np.transpose(table.sum(axis=drop) if drop else table, to_r)
+            yield home, back, shape, (proj - y) * inv_s, inv_s
+
+    def __call__(self, mu: Mapping[Clique, np.ndarray]) -> float:
+        return float(sum(0.5 * np.sum(d * d) for _, _, _, d, _ in self._residuals(mu)))
+
+    def grad(self, mu: Mapping[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
+        g = {cl: np.zeros_like(mu[cl]) for cl in self.cliques}
+        for home, back, shape, d, inv_s in self._residuals(mu):
+            g[home] = g[home] + np.transpose(d * inv_s, back).reshape(shape)
+        return g
+
+
+def _dot(a: Mapping[Clique, np.ndarray], b: Mapping[Clique, np.ndarray]) -> float:
+    """``<a, b>`` summed over cliques (elementwise, not BLAS: BLAS threads stall on a busy machine)."""
+    return float(sum(np.sum(a[cl] * b[cl]) for cl in a))
+
+
+def numpy_mirror_descent(oracle: TreeOracle, loss_fn: L2Loss, potentials: dict, total: float,
+                         tol: float, max_blocks: int) -> tuple[dict, dict, float, int]:
+    """The compiled program's mirror descent, step for step, in numpy.
+
+    Start at ``alpha = 2 / (L * total)``. A step evaluates the trial point
+    ``theta' = theta - alpha * grad L(mu)``: it is accepted if
+    ``L(mu) - L(mu') >= alpha / 2 * <grad L(mu), mu - mu'>`` (Armijo), and
+    alpha grows by 1.01; otherwise theta stays and alpha halves. Blocks of
+    :data:`STEPS_PER_BLOCK` steps; the fit stops after ``max_blocks`` blocks
+    or when two blocks in a row improve the loss by at most
+    ``tol * max(|L|, 1)``. Returns (potentials, marginals, loss, blocks).
+    """
+    alpha = 2.0 / (loss_fn.lipschitz * total)
+    theta, mu, loss, grad = potentials, None, np.inf, None
+    trial = potentials
+    prev, stalls, blocks = np.inf, 0, 0
+    while blocks < max_blocks and stalls < 2:
+        for _ in range(STEPS_PER_BLOCK):
+            trial_mu = oracle(trial, total)
+            trial_loss = loss_fn(trial_mu)
+            if grad is None:
+                accept = True
+            else:
+                diff = {cl: mu[cl] - trial_mu[cl] for cl in mu}
+                accept = loss - trial_loss >= 0.5 * alpha * _dot(grad, diff)
+                alpha = 1.01 * alpha if accept else 0.5 * alpha
+            if accept:
+                theta, mu, loss = trial, trial_mu, trial_loss
+                grad = loss_fn.grad(mu)
+            trial = {cl: theta[cl] - alpha * grad[cl] for cl in theta}
+        converged = prev - loss <= tol * max(abs(loss), 1.0)
+        stalls = stalls + 1 if converged else 0
+        prev, blocks = loss, blocks + 1
+    return theta, mu, loss, blocks
+
+
+# -- the fitted model ---------------------------------------------------------------
 
 @dataclass
 class FittedModel:
-    """A Private-PGM model and the numpy view of its marginals."""
+    """A Private-PGM model: its log-potentials and the numpy view of its marginals.
+
+    ``potentials`` are the fit's log-potentials (numpy, on ``cliques``) and
+    ``fitted_marginals`` the fit's marginal counts on them; ``path`` is the
+    engine that fitted it (``numpy`` or ``jax``). ``mrf``, the ``mbi`` model,
+    is built on first use (it imports JAX).
+    """
 
     sizes: dict[str, int]
-    mrf: mbi.MarkovRandomField | None
     marginals: ModelMarginals
     cliques: tuple[Clique, ...]
     total: float
     size_mb: float
+    potentials: dict[Clique, np.ndarray] | None = None
+    fitted_marginals: dict[Clique, np.ndarray] | None = None
     iterations: int = 0
     seconds: float = 0.0
+    path: str = ""
+
+    @functools.cached_property
+    def mrf(self):
+        """The ``mbi.MarkovRandomField`` of the potentials (``None`` for the uniform model)."""
+        if self.potentials is None:
+            return None
+        domain = make_domain(self.sizes)
+        with estimation():
+            return _mbi().mbi.MarkovRandomField(
+                potentials=_clique_vector(domain, self.potentials),
+                marginals=_clique_vector(domain, self.fitted_marginals), total=float(self.total))
 
     def counts(self, clique: Sequence[str]) -> np.ndarray:
         return self.marginals.counts(clique)
@@ -320,20 +469,44 @@ class FittedModel:
         return self.marginals.many(cliques)
 
     def sample(self, rows: int, seed: int) -> pd.DataFrame:
-        """Synthetic records (integer codes) drawn by ``mbi`` from the model."""
+        """Synthetic records (integer codes) drawn from the model.
+
+        A numpy-path model samples in numpy from its calibrated junction tree
+        (:func:`~synth_core.inference.sample_records`, stratified per
+        separator value); a compiled-path model with ``mbi``'s sampler
+        (randomised rounding along the reverse elimination order).
+        """
         columns = list(self.sizes)
-        if self.mrf is None:  # uniform model: nothing measured
+        if self.potentials is None:  # uniform model: nothing measured
             rng = np.random.default_rng(seed)
             return pd.DataFrame({c: rng.integers(0, s, rows) for c, s in self.sizes.items()})
+        if self.path == "numpy":
+            data = sample_records(self.marginals, int(rows), np.random.default_rng(seed))
+            return pd.DataFrame({c: data[c] for c in columns})
+        mrf = self.mrf
         with _JAX_LOCK, estimation():  # mbi samples with NumPy's global generator
             saved = np.random.get_state()
             np.random.seed(seed % (2 ** 32))
             try:
-                ds = self.mrf.synthetic_data(rows=rows)
+                ds = mrf.synthetic_data(rows=rows)
             finally:
                 np.random.set_state(saved)
         data = ds.to_dict()
         return pd.DataFrame({c: np.asarray(data[c], dtype=np.int64) for c in columns})
+
+
+def minimum_variance_total(measurements: Sequence[FitMeasurement]) -> float:
+    """``mbi``'s minimum-variance unbiased total, in numpy.
+
+    Each measurement ``y`` (identity query over its clique) estimates the total
+    by ``sum(y)`` with variance ``s^2 * len(y)``; the estimate is their
+    inverse-variance weighted mean, at least 1 (1 with no measurement).
+    """
+    if not measurements:
+        return 1.0
+    estimates = np.array([np.sum(np.asarray(m.values, dtype=np.float64)) for m in measurements])
+    variances = np.array([float(m.stddev) ** 2 * np.size(m.values) for m in measurements])
+    return max(1.0, float(np.average(estimates, weights=1.0 / variances)))
 
 
 class PGMEstimator:
@@ -348,34 +521,46 @@ class PGMEstimator:
         max_iters: upper bound on mirror-descent steps per fit.
         tol: relative loss improvement per block below which a fit stops
             (two blocks in a row).
-        oracle: ``hugin``, ``implicit`` (see :data:`ORACLES`) or ``auto``
-            (by junction-tree size, :data:`IMPLICIT_FROM_MB`).
+        oracle: ``hugin``, ``implicit`` (see :data:`ORACLE_NAMES`) or ``auto``
+            (by junction-tree size, :data:`IMPLICIT_FROM_MB`); compiled path only.
+        path: ``numpy``, ``jax`` or ``auto``: numpy below :data:`NUMPY_BELOW_MB`
+            (junction-tree MB), compiled JAX from there on; ``auto`` yields to
+            the environment variable :data:`FIT_PATH_ENV` when it is set.
     """
 
     def __init__(self, sizes: Mapping[str, int], *, max_iters: int = 1000, tol: float = 1e-6,
-                 oracle: str = "auto"):
-        if oracle not in ("auto", *ORACLES):
-            raise ValueError(f"unknown oracle {oracle!r}; choose auto, {', '.join(ORACLES)}")
+                 oracle: str = "auto", path: str = "auto"):
+        if oracle not in ("auto", *ORACLE_NAMES):
+            raise ValueError(f"unknown oracle {oracle!r}; choose auto, {', '.join(ORACLE_NAMES)}")
+        if path not in ("auto", *FIT_PATHS):
+            raise ValueError(f"unknown fit path {path!r}; choose auto, {', '.join(FIT_PATHS)}")
         prepare_process()
         self.sizes = dict(sizes)
-        self.domain = make_domain(self.sizes)
         self.max_iters = int(max_iters)
         self.tol = float(tol)
         self.oracle = oracle
+        self.path = path
         self.last_oracle: str | None = None
+        self.last_path: str | None = None
         self.compiles = 0
 
+    @property
+    def domain(self):
+        return make_domain(self.sizes)
+
+    def choose_path(self, size_mb: float) -> str:
+        """The fit path for a junction tree of ``size_mb`` MB (see the class docstring)."""
+        forced = self.path if self.path != "auto" else os.environ.get(FIT_PATH_ENV, "").strip()
+        if forced in FIT_PATHS:
+            return forced
+        return "numpy" if size_mb < NUMPY_BELOW_MB else "jax"
+
     def uniform(self, total: float) -> FittedModel:
-        return FittedModel(self.sizes, None, ModelMarginals.uniform(self.sizes, total), (), total, 0.0)
+        return FittedModel(self.sizes, ModelMarginals.uniform(self.sizes, total), (), total, 0.0)
 
     def estimate_total(self, measurements: Sequence[FitMeasurement]) -> float:
         """Minimum-variance unbiased estimate of the number of records (unbounded DP)."""
-        with estimation():
-            return minimum_variance_unbiased_total(self._linear(measurements))
-
-    def _linear(self, measurements):
-        return [LinearMeasurement(jnp.asarray(m.values, dtype=jnp.float64), tuple(m.clique),
-                                  stddev=float(m.stddev)) for m in measurements]
+        return minimum_variance_total(measurements)
 
     def fit(self, measurements: Sequence[FitMeasurement], total: float,
             warm: FittedModel | None = None, max_iters: int | None = None,
@@ -384,49 +569,82 @@ class PGMEstimator:
         start = time.perf_counter()
         if not measurements:
             return self.uniform(total)
-        with estimation():
-            return self._fit(measurements, total, warm, max_iters, tol, start)
-
-    def _fit(self, measurements, total, warm, max_iters, tol, start) -> FittedModel:
-        linear = self._linear(merge_repeated(measurements))
-        loss_fn = from_linear_measurements(linear, self.domain)
-        cliques = tuple(tuple(cl) for cl in loss_fn.cliques)
-        tree, _ = junction_tree.make_junction_tree(self.domain, cliques)
-        tree_cliques = tuple(sorted(tuple(cl) for cl in tree.nodes))
-        if warm is not None and warm.mrf is not None:
-            potentials = _extend(warm.mrf.potentials, cliques, self.domain)
+        merged = merge_repeated(measurements)
+        loss_fn = L2Loss(self.sizes, merged)
+        cliques = tuple(loss_fn.cliques)
+        if warm is not None and warm.potentials is not None:
+            potentials = expand_potentials(self.sizes, warm.potentials, cliques)
         else:
-            potentials = CliqueVector.zeros(self.domain, list(cliques))
+            potentials = {cl: np.zeros([self.sizes[c] for c in cl]) for cl in cliques}
         iters = self.max_iters if max_iters is None else int(max_iters)
         max_blocks = max(1, -(-iters // STEPS_PER_BLOCK))
-        size = float(sum(np.prod([self.sizes[c] for c in cl]) for cl in tree_cliques) * 8 / 2 ** 20)
+        tol = self.tol if tol is None else float(tol)
+        size = model_size_mb(self.sizes, cliques)
+        path = self.choose_path(size)
+        if path == "numpy":
+            tree = junction_tree_of(self.sizes, cliques)
+            oracle = TreeOracle(self.sizes, cliques, tree)
+            fitted, mu, _, blocks = numpy_mirror_descent(
+                oracle, loss_fn, potentials, float(total), tol, max_blocks)
+            beliefs, edges = oracle.beliefs(fitted), tree[1]
+        else:
+            with estimation():
+                fitted, mu, blocks, beliefs, edges = self._fit_compiled(
+                    merged, cliques, potentials, float(total), tol, max_blocks, size)
+        self.last_path = path
+        view = ModelMarginals(self.sizes, beliefs, edges, float(total))
+        return FittedModel(self.sizes, view, cliques, float(total), size, potentials=fitted,
+                           fitted_marginals=mu, iterations=int(blocks) * STEPS_PER_BLOCK,
+                           seconds=time.perf_counter() - start, path=path)
+
+    def _fit_compiled(self, merged, cliques, potentials, total, tol, max_blocks, size):
+        """The fit as one compiled JAX program (``mbi``'s loss, oracle and junction tree)."""
+        import jax.numpy as jnp
+
+        m = _mbi()
+        domain = self.domain
+        linear = [m.LinearMeasurement(jnp.asarray(x.values, dtype=jnp.float64), tuple(x.clique),
+                                      stddev=float(x.stddev)) for x in merged]
+        loss_fn = m.from_linear_measurements(linear, domain)
+        assert tuple(tuple(cl) for cl in loss_fn.cliques) == cliques
+        tree, _ = m.junction_tree.make_junction_tree(domain, cliques)
+        tree_cliques = tuple(sorted(tuple(cl) for cl in tree.nodes))
         oracle = self.oracle
         if oracle == "auto":
             oracle = "implicit" if size >= IMPLICIT_FROM_MB else "hugin"
-        tol = self.tol if tol is None else float(tol)
+        program = _fit_program()
+        start = _clique_vector(domain, potentials)
         with _JAX_LOCK:
-            before = _fit_program._cache_size()
-            fitted, marginals, loss, blocks = _fit_program(
-                potentials, loss_fn, float(total), tol, max_blocks, oracle)
+            before = program._cache_size()
+            fitted, marginals, loss, blocks = program(start, loss_fn, total, tol, max_blocks, oracle)
             if not np.isfinite(float(loss)) and oracle != "hugin":
                 # the implicit oracle's exp-normalise trick can underflow on
                 # extreme potentials: refit with the stable one
                 oracle = "hugin"
-                fitted, marginals, loss, blocks = _fit_program(
-                    potentials, loss_fn, float(total), tol, max_blocks, oracle)
-            compiled = _fit_program._cache_size() - before
+                fitted, marginals, loss, blocks = program(start, loss_fn, total, tol,
+                                                          max_blocks, oracle)
+            compiled = program._cache_size() - before
             self.compiles += compiled
             bound_compiled_programs()
             if compiled or size >= TRIM_FROM_MB:
                 # what a compile or a large fit freed; a small refit of a known
                 # structure frees little (the cost of trimming was not measured)
                 return_freed_memory()
+        self.last_oracle = oracle
         log_potentials = {cl: np.asarray(fitted[cl].datavector(flatten=False)) for cl in cliques}
+        mu = {cl: np.asarray(marginals[cl].datavector(flatten=False)) for cl in cliques}
         edges = [(tuple(a), tuple(b)) for a, b in tree.edges]
         beliefs = calibrate(self.sizes, log_potentials, tree_cliques, edges)
-        mrf = mbi.MarkovRandomField(potentials=fitted, marginals=marginals, total=float(total))
-        view = ModelMarginals(self.sizes, beliefs, edges, float(total))
-        self.last_oracle = oracle
-        return FittedModel(self.sizes, mrf, view, cliques, float(total), size,
-                           iterations=int(blocks) * STEPS_PER_BLOCK,
-                           seconds=time.perf_counter() - start)
+        return log_potentials, mu, blocks, beliefs, edges
+
+
+def junction_tree_of(sizes: Mapping[str, int], cliques: Sequence[Clique]):
+    """The numpy junction tree (:func:`synth_core.inference.junction_tree`), cached per structure."""
+    return _junction_tree_cached(tuple(sizes.items()), tuple(cliques))
+
+
+@functools.lru_cache(maxsize=256)
+def _junction_tree_cached(sizes: tuple, cliques: tuple):
+    from .inference import junction_tree
+
+    return junction_tree(dict(sizes), list(cliques))

@@ -1,0 +1,142 @@
+"""Fit paths: numpy mirror descent against the compiled JAX program (JSON lines).
+
+Two parts:
+
+* ``kind=fit``: CPU seconds (user+sys, this process) of one cold fit of a new
+  clique structure on each path, over a range of junction-tree sizes (a
+  chain of 3-way cliques over columns of one size; noisy counts, the
+  engine's per-round settings: at most 1000 steps, tol 1e-4). JAX is
+  imported before the first timing; a compiled fit includes its compile,
+  ``cpu_s_same_structure_again`` is a second fit of the same structure (the
+  compiled program reused: what a repeated measurement costs).
+  This justifies :data:`synth_core.model.NUMPY_BELOW_MB`.
+* ``kind=run``: the Titanic sample end to end (``synth run``) in a fresh
+  process, CPU seconds (user+sys of the child) as the median of ``--repeats``
+  runs, once with the compiled path forced (``SYNTH_FIT_PATH=jax``) and once
+  by size (``auto``), with the workload error from the curator diagnostics.
+
+Usage: ``PYTHONPATH=. python benchmarks/fit_paths.py [--repeats 3] [--skip-fits] [--skip-runs]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RUNS = {
+    "aim": ["--mechanism", "aim", "--epsilon", "1"],
+    "jam-pgm": ["--mechanism", "jam-pgm", "--epsilon", "1", "--rounds", "30"],
+}
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def chain_model(columns: int, size: int, seed: int):
+    """A chain of 3-way cliques over ``columns`` columns of ``size`` codes, noisy counts."""
+    from synth_core.model import FitMeasurement
+
+    rng = np.random.default_rng(seed)
+    sizes = {f"c{i}": size for i in range(columns)}
+    names = list(sizes)
+    cliques = [tuple(names[i:i + 3]) for i in range(columns - 2)]
+    meas = [FitMeasurement(cl, rng.uniform(0, 100, size ** 3) + rng.normal(0, 5, size ** 3), 5.0)
+            for cl in cliques]
+    return sizes, meas
+
+
+def fit_seconds(sizes, meas, path: str) -> tuple[float, float, float, int]:
+    """CPU seconds of a first fit of the structure on ``path`` and of a second one (the
+    compiled program then reused), the junction tree's MB, and the steps of the first."""
+    from synth_core.model import PGMEstimator
+
+    est = PGMEstimator(sizes, max_iters=1000, tol=1e-4, path=path)
+    total = est.estimate_total(meas)
+    start = time.process_time()
+    model = est.fit(meas, total)
+    first = time.process_time() - start
+    again = [type(m)(m.clique, m.values * 1.01, m.stddev) for m in meas]
+    start = time.process_time()
+    est.fit(again, total)
+    return first, time.process_time() - start, model.size_mb, model.iterations
+
+
+def fit_rows():
+    """One JSON line per (size, path)."""
+    import jax  # noqa: F401  (imported before timing: a compiled fit is charged its compile only)
+
+    seed = 0
+    for columns, size in [(4, 2), (5, 4), (6, 8), (6, 12), (6, 16), (6, 24), (6, 32), (5, 48), (5, 64), (5, 80)]:
+        for path in ("numpy", "jax"):
+            seed += 1   # a new structure each time: values differ, the compiled path recompiles
+            sizes, meas = chain_model(columns, size, seed)
+            sizes = {f"{k}_{seed}": v for k, v in sizes.items()}   # new names: a new program
+            meas = [type(m)(tuple(f"{c}_{seed}" for c in m.clique), m.values, m.stddev) for m in meas]
+            cpu, rerun, mb, steps = fit_seconds(sizes, meas, path)
+            print(json.dumps({"kind": "fit", "path": path, "columns": columns, "size": size,
+                              "tree_mb": round(mb, 4), "steps": steps, "cpu_s": round(cpu, 3),
+                              "cpu_s_same_structure_again": round(rerun, 3),
+                              "loadavg": loadavg()}), flush=True)
+
+
+def one_run(args: list[str], path: str) -> tuple[float, float, float]:
+    """CPU seconds (user+sys of the child), wall seconds and workload error of one fresh run."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SYNTH_FIT_PATH", None)
+    if path != "auto":
+        env["SYNTH_FIT_PATH"] = path
+    with tempfile.TemporaryDirectory() as tmp:
+        diag = Path(tmp) / "diag.json"
+        cmd = [sys.executable, "-m", "synth_core.cli", "run", "--sample", "titanic", "--seed", "1",
+               "--out", str(Path(tmp) / "out.csv"), "--diagnostics", str(diag), "--quiet", *args]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, env=env, cwd=ROOT, capture_output=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        error = json.loads(diag.read_text())["workload_error"]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, error
+
+
+def run_rows(repeats: int):
+    for name, args in RUNS.items():
+        for path in ("jax", "auto"):
+            results = [one_run(args, path) for _ in range(repeats)]
+            print(json.dumps({
+                "kind": "run", "run": f"titanic {name} eps 1", "path": path,
+                "cpu_s_median": round(statistics.median(r[0] for r in results), 2),
+                "cpu_s": [round(r[0], 2) for r in results],
+                "wall_s_median": round(statistics.median(r[1] for r in results), 2),
+                "workload_error": [round(r[2], 5) for r in results],
+                "loadavg": loadavg()}), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-fits", action="store_true")
+    parser.add_argument("--skip-runs", action="store_true")
+    opts = parser.parse_args()
+    if not opts.skip_runs:
+        run_rows(opts.repeats)
+    if not opts.skip_fits:
+        fit_rows()
+
+
+if __name__ == "__main__":
+    main()

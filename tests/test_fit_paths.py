@@ -1,0 +1,182 @@
+"""The two fit paths (numpy mirror descent, compiled JAX) fit the same model; which runs when."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synth_core.model import (FIT_PATH_ENV, NUMPY_BELOW_MB, FitMeasurement, PGMEstimator,
+                              model_size_mb)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def random_model(seed: int):
+    """A random small domain, random cliques (one repeated, one nested) and noisy counts."""
+    rng = np.random.default_rng(seed)
+    sizes = {f"c{i}": int(rng.integers(2, 6)) for i in range(int(rng.integers(4, 7)))}
+    cols = list(sizes)
+    cliques = [tuple(rng.choice(cols, size=int(rng.integers(1, 4)), replace=False))
+               for _ in range(4)]
+    cliques += [cliques[0], cliques[1][:1]]           # a repeat and a sub-clique
+    joint = rng.dirichlet(np.ones(int(np.prod(list(sizes.values()))))).reshape(list(sizes.values()))
+    n = 500.0
+
+    def noisy(cl):
+        axes = tuple(i for i, c in enumerate(cols) if c not in cl)
+        kept = [c for c in cols if c in cl]
+        m = np.transpose(joint.sum(axis=axes), [kept.index(c) for c in cl]).reshape(-1) * n
+        return m + rng.normal(0, 3.0, m.size)
+
+    meas = [FitMeasurement(cl, noisy(cl), float(rng.uniform(0.5, 4))) for cl in cliques]
+    return sizes, meas, n
+
+
+def _fit_both(sizes, meas, n, iters):
+    """Cold fit on the first measurements, then a warm fit on all, on each path."""
+    out = {}
+    for path in ("numpy", "jax"):
+        est = PGMEstimator(sizes, max_iters=iters, tol=0.0, path=path)
+        cold = est.fit(meas[:3], n)
+        warm = est.fit(meas, n, warm=cold)
+        assert (cold.path, warm.path, est.last_path) == (path, path, path)
+        out[path] = (cold, warm)
+    return out
+
+
+def _assert_agree(sizes, models, atol):
+    for (a, b) in zip(models["numpy"], models["jax"]):
+        assert a.cliques == b.cliques
+        for cl in a.cliques:   # the fit's own marginals and potentials
+            np.testing.assert_allclose(a.fitted_marginals[cl], b.fitted_marginals[cl], atol=atol)
+        for q in itertools.combinations(sizes, 2):   # any marginal of the model
+            np.testing.assert_allclose(a.counts(q), b.counts(q), atol=atol)
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_paths_agree_on_a_random_model(seed):
+    sizes, meas, n = random_model(seed)
+    _assert_agree(sizes, _fit_both(sizes, meas, n, iters=150), atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_paths_agree_on_more_random_models(seed):
+    sizes, meas, n = random_model(seed)
+    _assert_agree(sizes, _fit_both(sizes, meas, n, iters=150), atol=1e-6)
+
+
+def test_numpy_loss_and_total_match_mbi():
+    """The numpy loss's cliques, Lipschitz constant and the total estimate are mbi's."""
+    import jax.numpy as jnp
+    from mbi.estimation import minimum_variance_unbiased_total
+
+    from synth_core.model import L2Loss, _mbi, make_domain, merge_repeated
+    from synth_core.runtime import estimation
+
+    sizes, meas, n = random_model(7)
+    merged = merge_repeated(meas)
+    ours = L2Loss(sizes, merged)
+    est = PGMEstimator(sizes)
+    with estimation():
+        m = _mbi()
+        linear = [m.LinearMeasurement(jnp.asarray(x.values), tuple(x.clique), stddev=x.stddev)
+                  for x in merged]
+        theirs = m.from_linear_measurements(linear, make_domain(sizes))
+        total = minimum_variance_unbiased_total(linear)
+    assert ours.cliques == [tuple(c) for c in theirs.cliques]
+    assert ours.lipschitz == pytest.approx(float(theirs.lipschitz), rel=1e-12)
+    assert est.estimate_total(merged) == pytest.approx(total, rel=1e-12)
+
+
+def test_path_choice_by_size_and_forcing(monkeypatch):
+    monkeypatch.delenv(FIT_PATH_ENV, raising=False)
+    est = PGMEstimator({"a": 2})
+    assert est.choose_path(0.0) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB * 0.999) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB) == "jax"
+    assert est.choose_path(50.0) == "jax"
+    assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"
+    monkeypatch.setenv(FIT_PATH_ENV, "jax")
+    assert est.choose_path(0.0) == "jax"
+    monkeypatch.setenv(FIT_PATH_ENV, "numpy")
+    assert est.choose_path(50.0) == "numpy"
+    assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"  # explicit wins
+    with pytest.raises(ValueError, match="unknown fit path"):
+        PGMEstimator({"a": 2}, path="torch")
+    # a fit below the crossover runs in numpy, one above it compiles
+    monkeypatch.delenv(FIT_PATH_ENV)
+    small = {"a": 3, "b": 4}
+    assert model_size_mb(small, [("a", "b")]) < NUMPY_BELOW_MB
+    model = PGMEstimator(small).fit([FitMeasurement(("a", "b"), np.arange(12.0))], 66.0)
+    assert model.path == "numpy"
+    big = {"a": 400, "b": 400}
+    assert model_size_mb(big, [("a", "b")]) >= NUMPY_BELOW_MB
+    est = PGMEstimator(big, max_iters=50)
+    assert est.fit([FitMeasurement(("a", "b"), np.ones(160_000))], 160_000.0).path == "jax"
+
+
+def test_crossover_constant_is_where_the_docs_say():
+    text = (ROOT / "docs" / "performance.md").read_text()
+    section = text.split("## Fit paths", 1)[1]
+    assert re.search(rf"NUMPY_BELOW_MB\D+{NUMPY_BELOW_MB:g} MB", section)
+    assert FIT_PATH_ENV in section
+
+
+def test_run_events_name_the_fit_path(small_private, small_public, small_schema):
+    from synth_core.api import synthesize
+
+    res = synthesize(small_private, small_public, mechanism="jam-pgm", epsilon=1.0, seed=3, rounds=2,
+                     schema=small_schema)
+    # round 0 measures before any fit ("" then); every later round follows a numpy fit
+    assert {ev.fit_path for ev in res.events[1:]} == {"numpy"}
+    assert res.model.path == "numpy"
+
+
+def test_numpy_fit_never_imports_jax(tmp_path):
+    """A fresh process fits a three-way model, and runs JAM-PGM on the Titanic sample end to
+    end (fit, sample, release files), on the numpy path without importing JAX or mbi."""
+    code = (
+        "import sys, numpy as np\n"
+        "from synth_core.model import FitMeasurement, PGMEstimator\n"
+        "sizes = {'a': 3, 'b': 4, 'c': 5, 'd': 2}\n"
+        "rng = np.random.default_rng(0)\n"
+        "meas = [FitMeasurement(cl, rng.uniform(0, 9, int(np.prod([sizes[c] for c in cl]))))\n"
+        "        for cl in [('a', 'b', 'c'), ('c', 'd'), ('a', 'd')]]\n"
+        "est = PGMEstimator(sizes)\n"
+        "m = est.fit(meas, est.estimate_total(meas))\n"
+        "m = est.fit(meas, m.total, warm=m)\n"
+        "from synth_core.cli import main\n"
+        f"code = main(['run', '--sample', 'titanic', '--mechanism', 'jam-pgm', '--epsilon', '1',"
+        f" '--rounds', '3', '--seed', '1', '--quiet', '--out', {str(tmp_path / 'out.csv')!r}])\n"
+        "print(m.path, m.counts(('b', 'd')).sum() > 0, code, 'jax' in sys.modules, 'mbi' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != FIT_PATH_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["numpy", "True", "0", "False", "False"]
+    assert (tmp_path / "out.csv").stat().st_size > 0
+
+
+def test_numpy_sampler_follows_the_model():
+    """Records drawn in numpy reproduce the model's 2-way marginals (stratified draws:
+    within sampling noise) and are reproducible from the seed."""
+    sizes, meas, n = random_model(5)
+    model = PGMEstimator(sizes, max_iters=200, path="numpy").fit(meas, n)
+    rows = 20_000
+    df = model.sample(rows, seed=4)
+    assert list(df.columns) == list(sizes) and len(df) == rows
+    assert df.equals(model.sample(rows, seed=4)) and not df.equals(model.sample(rows, seed=5))
+    for q in itertools.combinations(sizes, 2):
+        shape = [sizes[c] for c in q]
+        emp = np.bincount(np.ravel_multi_index([df[c].to_numpy() for c in q], shape),
+                          minlength=int(np.prod(shape))) / rows
+        assert np.abs(emp - model.counts(q) / model.total).sum() < 0.03
