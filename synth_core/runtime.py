@@ -28,10 +28,6 @@ import importlib.util
 import threading
 from typing import Iterator
 
-import jax
-# the thread-local override of jax_enable_compilation_cache (jax is pinned, 0.10.2)
-from jax._src import config as _jax_config
-
 from .errors import ConfigError
 from .heap import limit_malloc_arenas
 
@@ -56,6 +52,10 @@ def estimation() -> Iterator[None]:
     Every JAX array that estimation creates or combines must be made inside
     this scope: outside it JAX truncates float64 operands to float32.
     """
+    import jax  # imported here: importing synth_core does not start JAX
+    # the thread-local override of jax_enable_compilation_cache (jax is pinned, 0.10.2)
+    from jax._src import config as _jax_config
+
     with jax.enable_x64(True), _jax_config.enable_compilation_cache(False):
         yield
 
