@@ -19,6 +19,7 @@ Entry points:
   ``--render``; some seconds each).
 
     PYTHONPATH=$PWD python benchmarks/startup.py [--before /work/main] [--repeats 5] [--render]
+        [--only help import] [--tree LABEL=PATH ...]
 """
 
 from __future__ import annotations
@@ -113,10 +114,15 @@ def main(argv=None) -> None:
     parser.add_argument("--render", action="store_true",
                         help="also time the first page rendered by AppTest")
     parser.add_argument("--only", nargs="*", help="entry points to time (default: all)")
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=PATH",
+                        help="another checkout to time, under LABEL (repeatable)")
     args = parser.parse_args(argv)
     trees = {"after": ROOT}
     if args.before and Path(args.before).resolve() != ROOT:
         trees = {"before": Path(args.before).resolve(), **trees}
+    for item in args.tree:
+        label, _, path = item.partition("=")
+        trees[label] = Path(path).resolve()
     entries = dict(ENTRY_POINTS, **({"app_render": RENDER} if args.render else {}))
     if args.only:
         entries = {k: v for k, v in entries.items() if k in args.only}
