@@ -9,15 +9,44 @@ on Private-PGM, one privacy ledger, round-by-round events. Quick start::
     for event in synth.run(sample.private, public=sample.public, schema=sample.schema):
         print(event.describe())
     synth.result.synthetic.head()
+
+``import synth_core`` is light: the names below are imported on first use
+(``from synth_core import Synthesizer`` imports the API, the engine and the
+model then), so a command's ``--help`` or the workbench's first page does not
+wait for them.
 """
 
-from .version import __version__  # noqa: F401
+from __future__ import annotations
 
-# importing changes no process setting; a run applies what it needs (synth_core/runtime.py)
-from .api import RunConfig, RunResult, Synthesizer, list_samples, load_sample, synthesize  # noqa: E402
-from .engine import RoundEvent  # noqa: E402
-from .errors import SynthError  # noqa: E402
-from .mechanisms import MECHANISMS  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING
+
+from .errors import SynthError
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .api import RunConfig, RunResult, Synthesizer, list_samples, load_sample, synthesize
+    from .engine import RoundEvent
+    from .mechanisms import MECHANISMS
+
+#: exported name -> the module of synth_core it is imported from on first use
+_LAZY: dict[str, str] = {
+    "Synthesizer": "api", "synthesize": "api", "RunConfig": "api", "RunResult": "api",
+    "load_sample": "api", "list_samples": "api", "RoundEvent": "engine", "MECHANISMS": "mechanisms",
+}
 
 __all__ = ["Synthesizer", "synthesize", "RunConfig", "RunResult", "RoundEvent", "SynthError",
            "MECHANISMS", "load_sample", "list_samples", "__version__"]
+
+
+def __getattr__(name: str):
+    """An exported name, importing its module now (PEP 562); kept once imported."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -27,7 +27,21 @@ reports are not fit for publication):
 """
 
 
+class RunHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """``synth run --help``: the epilog as written, and ``--option``'s list of each
+    mechanism's options filled in only when the help is printed (building it
+    imports every mechanism class; parsing a command line imports none)."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if action.dest == "option":
+            from .mechanisms import MECHANISMS
+            return f"{text} Options: {_option_list(MECHANISMS)}"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``synth`` parser; it names the mechanisms from the registry without importing one."""
     from .mechanisms import MECHANISMS
 
     parser = argparse.ArgumentParser(
@@ -39,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one mechanism on a private table (and public information), printing "
                     "one line per round as it happens, then write the synthetic data and the "
                     "release report.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=RunHelpFormatter)
     src = run.add_argument_group("data")
     src.add_argument("--data", metavar="PATH", help="private table (.csv, .csv.gz, .parquet)")
     src.add_argument("--sample", metavar="NAME",
@@ -102,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "of columns); PMW-Pub: rounds (default 500); GEM, GEM-Pub: rounds "
                            "(default 50)")
     mech.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                      help=_option_help(MECHANISMS))
+                      help=OPTION_HELP)
     mech.add_argument("--max-model-size", type=float, default=80.0,
                       help="Private-PGM model size limit in MB (default: 80)")
     mech.add_argument("--seed", type=int, default=None,
@@ -228,15 +242,19 @@ OPTION_FLAGS = {"rounds": "--rounds", "max_model_size": "--max-model-size",
                 "condition_max_mb": "--condition-max-mb"}
 
 
-def _option_help(mechanisms) -> str:
-    """``--option``'s help: each mechanism's declared options without a flag of their own."""
+#: ``--option``'s help, before the list of options (:class:`RunHelpFormatter` adds it)
+OPTION_HELP = ("a mechanism option (repeatable), read as the type the mechanism declares, e.g. "
+               "--option alpha=0.67 --option hidden=1024,1024.")
+
+
+def _option_list(mechanisms) -> str:
+    """Each mechanism's declared options without a flag of their own, as help text."""
     parts = []
     for name, cls in mechanisms.items():
         names = [o.name for o in cls.options if o.name not in OPTION_FLAGS]
         if names:
             parts.append(f"{name}: {', '.join(names)}")
-    return ("a mechanism option (repeatable), read as the type the mechanism declares, e.g. "
-            "--option alpha=0.67 --option hidden=1024,1024. Options: " + "; ".join(parts))
+    return "; ".join(parts)
 
 
 def _parse_options(items, mechanism: str | None = None) -> dict:

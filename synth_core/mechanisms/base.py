@@ -35,7 +35,8 @@ default, so the API never tests for an attribute: ``conditional_on``,
    scores have the form ``w_c (||M_c(D) - M_c(p)||_1 - o_c)``, return
    ``ScoreTerms(w_c, o_c)`` from ``score_terms`` and compute ``scores`` from
    them (the release's section-5 bounds use the same terms).
-2. Register the class in ``MECHANISMS`` (``synth_core/mechanisms/__init__.py``).
+2. Register it in ``REGISTRY`` (``synth_core/mechanisms/__init__.py``): its name,
+   module and class (``MECHANISMS`` imports the class on first use).
 3. ``tests/test_my_mech.py``: its privacy arithmetic and behaviour;
    give it a few cheap rounds in ``SMALL`` of tests/test_mechanism_contract.py,
    which then checks its option table against its constructor and its
