@@ -165,9 +165,6 @@ def test_first_page_renders_without_torch_spark_duckdb_or_opendp(first_page):
     assert "synth_core.charts" not in modules
 
 
-@pytest.mark.xfail(strict=True, reason="synth_core/model.py imports JAX and mbi at module "
-                                       "level; the engine imports it (a numpy fit path makes "
-                                       "them lazy)")
 def test_first_page_and_run_help_render_without_jax(first_page):
     modules, _ = first_page
     assert modules & {"jax", "mbi"} == set()
