@@ -36,10 +36,10 @@ epsilon at once from the expected noise of the mechanism's measurements,
 
 (``R`` the mechanism's planned rounds) and the error model
 ``estimate(eps) = min(ceiling, floor + scale * x(eps) ** exponent)``. Before any stand-in
-run, ``floor`` is the stand-in's error floor (the workload error of the
-stand-in public table against the stand-in private one for a mechanism that
-uses public rows, else 0), ``scale`` is the stored prior (``CALIBRATION``,
-with how it was made) and ``ceiling`` is the error of uniform marginals
+run, ``floor`` is a share of the stand-in's error floor (the workload error
+of the stand-in public table against the stand-in private one for a
+mechanism that uses public rows, else 0), ``scale`` and the share are the
+stored prior (``CALIBRATION``, with how it was made) and ``ceiling`` is the error of uniform marginals
 against the stand-in private table. Each measured point recalibrates
 ``floor`` and ``scale`` (:func:`calibrate`); every point of a curve is marked
 ``estimate`` or ``measured``.
@@ -435,19 +435,21 @@ def noise_term(config: RunConfig, cells: Sequence[int], n: int, rounds: int) -> 
     return float(np.mean([expected_noise_l1(sigma, c) / n for c in cells]))
 
 
-#: The error model's shape and prior scale, ``estimate = floor + scale * x ** exponent``,
-#: and how they were made. Measured points replace the prior scale and floor
+#: The error model's shape and prior, ``estimate = floor + scale * x ** exponent``
+#: with ``floor = floor_share * the stand-in floor``, and how they were made. Measured points replace the prior scale and floor
 #: (:func:`calibrate`); the exponent stays.
 CALIBRATION = {
     "exponent": 0.5,
     "scale": 0.025,
+    "floor_share": 0.75,
     "how": ("JAM-PGM (30 rounds, all-3way, delta 1e-9, bounded DP) on the titanic sample's "
             "public-rows stand-in, seed 0, measured errors 0.4125, 0.2662, 0.2115 at "
             "epsilon 0.1, 1, 10 (x = 81.6, 8.87, 1.04). Fitting floor and scale through "
             "epsilon 0.1 and 10 predicts epsilon 1 at 0.261 with exponent 1/2 and at 0.231 "
             "with exponent 1 (a mechanism measures smaller marginals when the noise is "
             "large, so the error grows more slowly than the noise); the scale is the "
-            "fitted one, 0.0251, rounded."),
+            "fitted one, 0.0251, rounded; the fitted floor, 0.186, is 0.75 of the "
+            "stand-in floor (0.249), so the prior floor is 0.75 of the stand-in floor."),
 }
 
 
@@ -533,7 +535,8 @@ def noise_estimator(basis: PublicBasis, mechanism: str, settings: dict, *,
                                                    role="what-if estimate"), sizes)
 
     private_codes = coded(private)
-    floor = 0.0 if public is None else workload_error(private_codes, coded(public), workload)
+    floor = 0.0 if public is None else (CALIBRATION["floor_share"]
+                                        * workload_error(private_codes, coded(public), workload))
     return NoiseEstimator(dict(settings), mechanism, cells, basis.n,
                           planned_rounds(cfg, len(schema.names)), floor,
                           uniform_error(private_codes, workload.cliques))
