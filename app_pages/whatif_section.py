@@ -20,7 +20,9 @@ def whatif_section(wb) -> None:
     st.caption("Predict the workload error against epsilon before spending any budget: the "
                "mechanism itself runs on a stand-in table built from public information only "
                "(never the private table), with its own simulated ledger. Uses the workload and "
-               "hyper-parameters saved above. Stand-in runs take as long as real runs.")
+               "hyper-parameters saved above. Every epsilon gets an estimate at once (hollow "
+               "markers: from the noise the mechanism would add, no run); stand-in runs then "
+               "replace the estimates one by one (filled markers) and recalibrate the rest.")
     standins = wb.what_if_standins()
     with st.form("whatif_form"):
         standin = st.radio("Stand-in for the private table", standins, format_func=STANDINS.get,
@@ -49,27 +51,31 @@ def whatif_section(wb) -> None:
         wb.whatif.stop()
 
     @st.fragment(run_every=POLL_SECONDS if wb.whatif.running else None)
-    def progress():
+    def live():
         w = wb.whatif.worker
-        if w is None:
-            return
-        if show_finished_worker(w, "_wi_seen",
-                                stopped="What-if stopped after {done} of {total} stand-in runs."):
-            return
-        done, total = w.progress
-        cur = w.current or {}
-        st.progress(done / max(1, total),
-                    text=f"stand-in run {done + 1} of {total}: {cur.get('mechanism', '…')} at "
-                         f"ε = {cur.get('epsilon', 0):g}, seed {cur.get('seed', 0)}")
+        if w is not None and not show_finished_worker(
+                w, "_wi_seen", stopped="What-if stopped after {done} of {total} stand-in runs."):
+            done, total = w.progress
+            cur = w.current or {}
+            st.progress(done / max(1, total),
+                        text=f"stand-in run {done + 1} of {total}: {cur.get('mechanism', '…')} "
+                             f"at ε = {cur.get('epsilon', 0):g}, seed {cur.get('seed', 0)}")
+        show_curves(wb.whatif.curves())
 
-    progress()
+    live()
 
-    curves = wb.whatif.curves()
+
+def show_curves(curves) -> None:
+    """The chart and table of the what-if curves (estimates and measured points),
+    what they are based on, and their failures."""
     if not curves:
         return
     shown = [c for c in curves if c.points]
     if shown:
         st.plotly_chart(charts.whatif_figure(shown), key="wi_fig")
+        if not all(c.complete for c in shown):
+            st.caption("Hollow markers are estimates (no run yet); filled markers are measured "
+                       "by a stand-in run.")
         st.dataframe(pd.concat([c.frame() for c in shown], ignore_index=True), hide_index=True,
                      key="wi_table")
     for basis in dict.fromkeys(c.basis for c in curves):

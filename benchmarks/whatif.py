@@ -21,6 +21,16 @@ ratio and seconds.
 
     nice -n 10 python benchmarks/whatif.py --data adult_pub025 --epsilons 1 --seeds 0 1 2 --run-real
     python benchmarks/whatif.py --summary
+
+Live preview (``--live``): the workbench's what-if on a bundled sample
+(titanic, its default mechanism and settings, 5 epsilons, 1 seed), as the
+page sees it. Prints a ``whatif-live-point`` line per epsilon (the first
+estimate, the estimate just before the point was measured, the measured
+value, their relative errors, when it arrived) and a ``whatif-live`` line
+(seconds to the first full set of estimates and to all measured, wall and
+CPU, load average). Needs no shared data.
+
+    nice -n 10 python benchmarks/whatif.py --live
 """
 
 from __future__ import annotations
@@ -133,6 +143,57 @@ def summary(data: str, epsilon: float, split: str) -> dict | None:
                 private_female_share=round(priv_f, 4), public_female_share=round(pub_f, 4))
 
 
+def loadavg() -> str:
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def relative(estimate: float | None, measured: float) -> float | None:
+    return None if estimate is None else (estimate - measured) / measured
+
+
+def run_live(sample: str, epsilons: list[float], poll: float = 0.1) -> None:
+    """Time the workbench's live what-if: estimates first, then measured points."""
+    from synth_core.whatif import MEASURED
+    from synth_core.workbench import Workbench
+
+    wb = Workbench()
+    wb.load_sample(sample)
+    start, cpu = time.perf_counter(), cpu_seconds()
+    worker = wb.start_what_if([wb.settings.mechanism], epsilons, seeds=1)
+    first = arrived = None
+    latest: dict[float, float] = {}
+    history: dict[float, dict] = {}
+    while True:
+        done = worker.done          # read before the curves: the last point is then in them
+        curves = wb.whatif.curves()
+        points = curves[0].points if curves else []
+        now = time.perf_counter() - start
+        if first is None and len(points) == len(epsilons):
+            first = {p.epsilon: p.mean for p in points}
+            arrived = dict(seconds=now, cpu_seconds=cpu_seconds() - cpu, loadavg=loadavg())
+        for p in points:
+            if p.kind == MEASURED and p.epsilon not in history:
+                history[p.epsilon] = dict(measured=p.mean, seconds=now,
+                                          estimate_before=latest.get(p.epsilon))
+            elif p.kind != MEASURED:
+                latest[p.epsilon] = p.mean
+        if done:
+            break
+        time.sleep(poll)
+    finished = dict(seconds=time.perf_counter() - start, cpu_seconds=cpu_seconds() - cpu,
+                    loadavg=loadavg())
+    for e in sorted(history):
+        h = history[e]
+        emit(bench="whatif-live-point", data=sample, mechanism=wb.settings.mechanism, epsilon=e,
+             first_estimate=first.get(e) if first else None, **h,
+             first_estimate_rel_error=relative(first.get(e) if first else None, h["measured"]),
+             estimate_before_rel_error=relative(h["estimate_before"], h["measured"]))
+    emit(bench="whatif-live", data=sample, mechanism=wb.settings.mechanism, epsilons=epsilons,
+         status=worker.status, failure=worker.failure and worker.failure.text(),
+         first_estimates=arrived, all_measured=finished)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -143,7 +204,14 @@ def main():
     ap.add_argument("--run-real", action="store_true",
                     help="run the real JAM-PGM where no recorded result exists")
     ap.add_argument("--summary", action="store_true", help="only print the summary lines")
+    ap.add_argument("--live", action="store_true",
+                    help="time the workbench's live what-if on --sample instead")
+    ap.add_argument("--sample", default="titanic")
     args = ap.parse_args()
+    if args.live:
+        run_live(args.sample, args.epsilons if args.epsilons != [1.0] else
+                 [0.1, 0.3, 1.0, 3.0, 10.0])
+        return
     require_shared()
     for data in args.data:
         for eps in args.epsilons:

@@ -221,25 +221,39 @@ def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) 
 
 def whatif_figure(curves: Sequence) -> go.Figure:
     """Predicted workload error against epsilon (log x) of what-if curves
-    (:class:`~synth_core.whatif.WhatIfCurve`): mean over seeds, bars from min to max.
-    Built from public information only, so not curator-only."""
+    (:class:`~synth_core.whatif.WhatIfCurve`). Per mechanism: a dotted line
+    through all points; ``measured`` points (stand-in runs) as filled diamonds
+    with bars from min to max over seeds; ``estimate`` points (no run) as hollow
+    circles. Built from public information only, so not curator-only."""
     names = [c.mechanism for c in curves]
     fig = go.Figure()
     for c in curves:
         if not c.points:
             continue
         color = mechanism_color(c.mechanism, names)
-        x = [p.epsilon for p in c.points]
-        y = [p.mean for p in c.points]
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=f"{c.mechanism} (predicted)",
-            error_y=dict(type="data", symmetric=False, visible=True,
-                         array=[p.high - p.mean for p in c.points],
-                         arrayminus=[p.mean - p.low for p in c.points]),
-            line=dict(color=color, dash="dash"), marker=dict(color=color, size=8, symbol="diamond"),
-            hovertemplate=f"{c.mechanism}: ε=%{{x:g}}, predicted error %{{y:.4f}}<extra></extra>"))
+            x=[p.epsilon for p in c.points], y=[p.mean for p in c.points], mode="lines",
+            line=dict(color=color, dash="dot"), legendgroup=c.mechanism, showlegend=False,
+            hoverinfo="skip"))
+        for kind, label, marker in (
+                ("measured", "measured (stand-in run)", dict(symbol="diamond", size=9)),
+                ("estimate", "estimate (no run yet)",
+                 dict(symbol="circle-open", size=10, line=dict(width=2)))):
+            pts = [p for p in c.points if p.kind == kind]
+            if not pts:
+                continue
+            bars = None
+            if kind == "measured":
+                bars = dict(type="data", symmetric=False, visible=True,
+                            array=[p.high - p.mean for p in pts],
+                            arrayminus=[p.mean - p.low for p in pts])
+            fig.add_trace(go.Scatter(
+                x=[p.epsilon for p in pts], y=[p.mean for p in pts], mode="markers",
+                name=f"{c.mechanism}: {label}", legendgroup=c.mechanism, error_y=bars,
+                marker=dict(color=color, **marker),
+                hovertemplate=f"{c.mechanism}: ε=%{{x:g}}, {kind} error %{{y:.4f}}<extra></extra>"))
     fig.update_xaxes(type="log", title="epsilon (log scale)")
-    fig.update_yaxes(title="predicted workload error (mean, min-max over seeds)",
+    fig.update_yaxes(title="predicted workload error (measured: mean, min-max over seeds)",
                      rangemode="tozero")
     return _layout(fig, "What-if: predicted workload error against epsilon (no budget spent)",
                    height=380)

@@ -9,9 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SMALL_SCHEMA, all_keys
+from conftest import SMALL_SCHEMA, all_keys, wait_until
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
-from synth_core.whatif import PublicBasis, predict_error_curve, standin_tables
+from synth_core import charts
+from synth_core.privacy import gaussian_std, rho_from_epsilon_delta
+from synth_core.whatif import (ESTIMATE, MEASURED, PublicBasis, build_curve, calibrate,
+                               noise_estimator, noise_term, predict_error_curve, refine_order,
+                               run_config, standin_tables)
 from synth_core.workbench import Workbench
 
 FAST = dict(rounds=3, fit_iters=10, final_fit_iters=20)
@@ -149,3 +153,72 @@ def test_workload_page_shows_the_what_if_preview():
     assert any("based on" in i.value and "public rows" in i.value for i in at.info)
     assert any("No privacy budget was spent" in s.value for s in at.success)
     assert wb.session_rho_spent() == 0
+
+
+# ---------------------------------------------------------------- estimates (no run)
+
+
+def test_noise_term_is_the_expected_l1_noise_of_a_round():
+    cfg = run_config("jam-pgm", 1.0, 0, delta=1e-9)
+    sigma = gaussian_std(rho_from_epsilon_delta(1.0, 1e-9) / 30, np.sqrt(2.0))  # bounded DP
+    want = np.mean([np.sqrt(2 / np.pi) * sigma * c / 500 for c in (6, 24)])
+    assert noise_term(cfg, (6, 24), 500, 30) == pytest.approx(want, rel=1e-12)
+    unbounded = run_config("jam-pgm", 1.0, 0, delta=1e-9, neighbours="unbounded")
+    assert noise_term(unbounded, (6,), 500, 30) == pytest.approx(
+        noise_term(cfg, (6,), 500, 30) / np.sqrt(2.0), rel=1e-12)
+
+
+def test_calibrate_follows_the_measured_points():
+    assert calibrate([], [], 0.2, 0.03) == (0.2, 0.03)                    # the prior
+    floor, scale = calibrate([4.0], [0.5], 0.2)                           # through the point
+    assert floor == 0.2 and floor + scale * 4.0 == pytest.approx(0.5)
+    assert calibrate([4.0], [0.1], 0.2) == (0.1, 0.0)                     # below the prior floor
+    floor, scale = calibrate([1.0, 3.0, 9.0], [0.25, 0.35, 0.65], 0.0)    # a line: recovered
+    assert (floor, scale) == (pytest.approx(0.2), pytest.approx(0.05))
+    assert calibrate([1.0, 9.0], [0.4, 0.3], 0.0) == (pytest.approx(0.35), 0.0)   # never rising
+
+
+def test_refine_order_measures_the_ends_first():
+    assert refine_order([1.0, 0.1, 10.0, 0.3, 3.0]) == [0.1, 10.0, 1.0, 0.3, 3.0]
+    assert refine_order([2.0, 1.0]) == [1.0, 2.0]
+
+
+def test_estimates_fall_with_epsilon_and_recalibrate(small_schema, small_public):
+    basis = PublicBasis(small_schema, 3000, "n public", rows=small_public)
+    est = noise_estimator(basis, "jam-pgm", dict(workload="all-2way"))
+    assert est.floor > 0          # the stand-in public table differs from the stand-in private
+    eps = [0.1, 1.0, 10.0]
+    prior = est.estimates(eps)
+    values = [prior[e] for e in eps]
+    assert values == sorted(values, reverse=True) and values[0] <= est.ceiling
+    high, low = 0.8 * est.ceiling, 0.2 * est.ceiling     # measured at the ends
+    updated = est.estimates(eps, {0.1: high, 10.0: low})
+    assert updated[0.1] == pytest.approx(high) and updated[10.0] == pytest.approx(low)
+    assert low < updated[1.0] < high
+    curve = build_curve(basis, "jam-pgm", "public-rows", [{"epsilon": 0.1, "error": high}],
+                        seeds=1, settings={}, estimates=updated)
+    assert [p.kind for p in curve.points] == [MEASURED, ESTIMATE, ESTIMATE]
+    assert not curve.complete and curve.points[0].mean == high
+    assert [r["kind"] for r in curve.to_release()["points"]] == [MEASURED, ESTIMATE, ESTIMATE]
+    fig = charts.whatif_figure([curve])
+    symbols = {t.name: t.marker.symbol for t in fig.data if t.name}
+    assert symbols == {"jam-pgm: measured (stand-in run)": "diamond",
+                       "jam-pgm: estimate (no run yet)": "circle-open"}
+
+
+def test_estimates_at_once_then_runs_replace_them_never_reading_the_private_table(
+        small_private, small_public):
+    wb = _small_workbench(small_private, small_public)
+    wb.update_settings(rounds=2, fit_iters=5, final_fit_iters=5)
+    wb.source.frame = Untouchable(len(wb.data))          # any read of the private table fails
+    worker = wb.start_what_if(["jam-pgm"], [0.1, 1.0, 10.0], seeds=1)
+    (first,) = wb.whatif.curves()                        # estimates for every epsilon at once
+    assert [p.epsilon for p in first.points] == [0.1, 1.0, 10.0]
+    assert {p.kind for p in first.points} <= {ESTIMATE, MEASURED} and not first.complete
+    wait_until(lambda: worker.progress[0] >= 1 or worker.done, 60, "the first stand-in run")
+    worker.stop()
+    assert worker.wait(60) and worker.failure is None
+    (live,) = wb.whatif.curves()
+    kinds = {p.epsilon: p.kind for p in live.points}
+    assert kinds[0.1] == MEASURED and kinds[1.0] == ESTIMATE     # the smallest epsilon first
+    assert wb.session_rho_spent() == 0 and not wb.runs

@@ -1,9 +1,14 @@
 """The session's what-if preview: predicted error against epsilon at zero privacy cost.
 
-The predictions run in the background (a :class:`~synth_core.runner.SweepWorker`,
-one job per mechanism, epsilon and seed) on stand-in tables built from public
-information only (a :class:`~synth_core.whatif.PublicBasis`, see
-:mod:`synth_core.whatif`); they never reach the session's privacy total.
+Starting a what-if estimates every epsilon at once without a run (a
+:class:`~synth_core.whatif.NoiseEstimator` per mechanism, from the privacy
+arithmetic and the stand-in). Stand-in runs then measure the points in the
+background (a :class:`~synth_core.runner.SweepWorker`, one job per mechanism,
+epsilon and seed, in :func:`~synth_core.whatif.refine_order`) on stand-in
+tables built from public information only (a
+:class:`~synth_core.whatif.PublicBasis`, see :mod:`synth_core.whatif`); each
+finished point replaces its estimate and recalibrates the others. None of it
+reaches the session's privacy total.
 Finished curves are cached per (data, public information, settings,
 mechanism, epsilon grid, seeds, stand-in). A run started after a what-if gets
 a ``what_if`` block in its release report (basis and predicted curves; no
@@ -19,13 +24,13 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SynthError
 from ..mechanisms import MECHANISMS
 from ..privacy import rho_from_epsilon_delta
 from ..report import check_release
 from ..runner import FAILED, FINISHED, SweepWorker
-from ..whatif import (NOTHING_SPENT, STANDINS, PublicBasis, WhatIfCurve, build_curve,
-                      predict_point, run_config)
+from ..whatif import (NOTHING_SPENT, STANDINS, NoiseEstimator, PublicBasis, WhatIfCurve,
+                      build_curve, noise_estimator, predict_point, refine_order, run_config)
 from .background import BackgroundService
 from .catalog import RunSettings
 
@@ -99,6 +104,7 @@ class WhatIfService(BackgroundService):
         self.request: WhatIfRequest | None = None
         self._cache: dict[str, WhatIfCurve] = {}
         self._failed: dict[str, WhatIfCurve] = {}    # shown, not cached: may be retried
+        self._live: dict[str, WhatIfCurve] = {}      # in progress: estimates and measured points
         self._log: list[tuple[float, int, WhatIfCurve]] = []   # (time, table, curve)
         self._lock = threading.Lock()
 
@@ -113,7 +119,8 @@ class WhatIfService(BackgroundService):
         if not self.request:
             return []
         with self._lock:
-            out = [self._cache.get(k) or self._failed.get(k) for k in self.request.keys.values()]
+            out = [self._cache.get(k) or self._failed.get(k) or self._live.get(k)
+                   for k in self.request.keys.values()]
         return [c for c in out if c is not None]
 
     def start(self, basis: PublicBasis, settings: RunSettings, request: WhatIfRequest,
@@ -127,12 +134,18 @@ class WhatIfService(BackgroundService):
         if not todo:
             return None
         seeds, epsilons, standin = request.seeds, request.epsilons, request.standin
+        order = refine_order(epsilons)
         jobs = [{"mechanism": m, "epsilon": e, "seed": sd}
-                for m in todo for e in epsilons for sd in range(seeds)]
+                for m in todo for e in order for sd in range(seeds)]
         rows: dict[str, list] = {m: [] for m in todo}
         started = {m: None for m in todo}
         fixed = what_if_settings(settings)
         options = fixed.pop("options")
+        curve_settings = {**fixed, "options": options}
+        estimators = {m: self._estimator(basis, m, curve_settings, standin) for m in todo}
+        for m in todo:
+            self._update_live(request.keys[m], basis, m, standin, rows[m], seeds,
+                              curve_settings, estimators[m], epsilons)
 
         def run_one(job, should_stop):
             m = job["mechanism"]
@@ -148,18 +161,49 @@ class WhatIfService(BackgroundService):
             rows[m].append(row)
             if len(rows[m]) == len(epsilons) * seeds:
                 curve = build_curve(basis, m, standin, rows[m], seeds=seeds,
-                                    settings={**fixed, "options": options},
-                                    seconds=time.time() - started[m])
+                                    settings=curve_settings, seconds=time.time() - started[m])
                 self._keep(request.keys[m], curve, table)
+            else:
+                self._update_live(request.keys[m], basis, m, standin, rows[m], seeds,
+                                  curve_settings, estimators[m], epsilons)
 
         self.worker = SweepWorker(jobs, run_one, on_row=on_row,
                                   label=f"what-if: {len(jobs)} stand-in runs").start()
         return self.worker
 
+    @staticmethod
+    def _estimator(basis: PublicBasis, mechanism: str, settings: dict,
+                   standin: str) -> NoiseEstimator | None:
+        """The mechanism's error model, or None when it cannot be made (the
+        stand-in runs then report why)."""
+        try:
+            return noise_estimator(basis, mechanism, settings, standin=standin)
+        except SynthError:
+            return None
+
+    def _update_live(self, key: str, basis: PublicBasis, mechanism: str, standin: str,
+                     rows: list, seeds: int, settings: dict, estimator: NoiseEstimator | None,
+                     epsilons: Sequence[float]) -> None:
+        """The curve in progress: measured points so far, estimates (calibrated on
+        them) for the rest."""
+        measured: dict[float, list] = {}
+        for r in rows:
+            if r.get("error") is not None:
+                measured.setdefault(float(r["epsilon"]), []).append(float(r["error"]))
+        estimates = None
+        if estimator is not None:
+            estimates = estimator.estimates(epsilons, {e: sum(v) / len(v)
+                                                       for e, v in measured.items()})
+        curve = build_curve(basis, mechanism, standin, rows, seeds=seeds, settings=settings,
+                            estimates=estimates)
+        with self._lock:
+            self._live[key] = curve
+
     def _keep(self, key: str, curve: WhatIfCurve, table: int) -> None:
         """Cache a finished curve (a curve with failures is shown but not cached)
         and log it for the table's release reports."""
         with self._lock:
+            self._live.pop(key, None)
             if curve.failures:
                 self._failed[key] = curve
             else:
