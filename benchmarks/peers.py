@@ -24,6 +24,7 @@ requirements conflict: dpmm pins disjoint-set 0.7.4, smartnoise-synth needs
     python benchmarks/peers.py --data titanic --epsilons 1 --seeds 0 1 2 3 4 \
         >> benchmarks/results/peers/aim_peers.jsonl
     python benchmarks/peers.py --data adult --libraries synth_core dpmm --seeds 0
+    python benchmarks/peers.py --summarise benchmarks/results/peers/aim_peers.jsonl
 """
 
 from __future__ import annotations
@@ -195,19 +196,22 @@ def venv_python(root: Path, peer: Peer) -> Path:
 def ensure_peer(root: Path, peer: Peer) -> tuple[Path, str]:
     """Python of the peer's scratch venv (created and installed if missing) and its version."""
     python = venv_python(root, peer)
+    found = _installed_version(python, peer)
+    if found.returncode != 0:
+        _install(root / peer.name, peer)
+        found = _installed_version(python, peer)
+    if found.returncode != 0:
+        raise PeerUnavailable(f"{peer.requirement} not importable in {python}: {found.stderr[-300:]}")
+    return python, found.stdout.strip()
+
+
+def _installed_version(python: Path, peer: Peer) -> subprocess.CompletedProcess:
+    """``importlib.metadata.version`` of the peer's distribution, asked of the venv's python."""
     if not python.exists():
-        _install(root / peer.name, peer)
-    out = subprocess.run([str(python), "-c",
-                          f"import importlib.metadata as m; print(m.version({peer.distribution!r}))"],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        _install(root / peer.name, peer)
-        out = subprocess.run([str(python), "-c",
-                              f"import importlib.metadata as m; print(m.version({peer.distribution!r}))"],
-                             capture_output=True, text=True)
-    if out.returncode != 0:
-        raise PeerUnavailable(f"{peer.requirement} not importable in {python}: {out.stderr[-300:]}")
-    return python, out.stdout.strip()
+        return subprocess.CompletedProcess([], 1, "", f"{python} does not exist")
+    return subprocess.run([str(python), "-c", "import importlib.metadata as m, sys; "
+                           "print(m.version(sys.argv[1]))", peer.distribution],
+                          capture_output=True, text=True)
 
 
 def _install(venv: Path, peer: Peer) -> None:
@@ -308,6 +312,33 @@ def _ours_version() -> str:
     return f"{__version__}+{out.stdout.strip()}" if out.returncode == 0 else __version__
 
 
+def summaries(records: list[dict]) -> list[dict]:
+    """One ``aim-peers-summary`` line per (dataset, epsilon, library) with ok runs.
+
+    Medians of CPU seconds, wall seconds and peak RSS; mean and median workload
+    error; ``cpu_ratio_ours_over_library`` = median CPU of synth_core / median
+    CPU of the library (below 1: ours needs less CPU).
+    """
+    ok = [r for r in records if r.get("bench") == "aim-peers" and r.get("status") == "ok"]
+    groups: dict[tuple, list[dict]] = {}
+    for r in ok:
+        groups.setdefault((r["dataset"], r["epsilon"], r["library"]), []).append(r)
+    out = []
+    for (dataset, epsilon, library), runs in sorted(groups.items()):
+        ours = groups.get((dataset, epsilon, OURS))
+        cpu = float(np.median([r["cpu_seconds"] for r in runs]))
+        ratio = float(np.median([r["cpu_seconds"] for r in ours])) / cpu if ours else None
+        errors = [r["workload_error"] for r in runs]
+        out.append(dict(bench="aim-peers-summary", dataset=dataset, epsilon=epsilon,
+                        library=library, version=runs[0]["version"], seeds=len(runs),
+                        median_cpu_seconds=cpu, cpu_ratio_ours_over_library=ratio,
+                        median_wall_seconds=float(np.median([r["wall_seconds"] for r in runs])),
+                        median_peak_rss_mb=float(np.median([r["peak_rss_mb"] for r in runs])),
+                        mean_workload_error=float(np.mean(errors)),
+                        median_workload_error=float(np.median(errors))))
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -319,7 +350,14 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENVS,
                     help="folder of the peers' scratch venvs (one per peer)")
+    ap.add_argument("--summarise", type=Path, metavar="JSONL",
+                    help="print the summary lines of the runs in JSONL and stop")
     args = ap.parse_args(argv)
+    if args.summarise:
+        rows = [json.loads(line) for line in args.summarise.read_text().splitlines() if line.strip()]
+        for rec in summaries(rows):
+            emit(**rec)
+        return
     ready = libraries_ready(args.libraries, args.venv)
     for dataset in args.data:
         with tempfile.TemporaryDirectory(prefix=f"peers-{dataset}-") as tmp:
