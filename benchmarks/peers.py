@@ -180,7 +180,7 @@ def run_child(cmd: list[str], *, env: dict | None = None) -> dict:
 
 
 def quiet_env() -> dict:
-    """The environment for child runs: one BLAS/XLA thread pool each, no GPU probing."""
+    """The environment for child runs: JAX on the CPU (no accelerator probing), warnings off."""
     env = dict(os.environ)
     env.setdefault("JAX_PLATFORMS", "cpu")
     env["PYTHONWARNINGS"] = "ignore"
