@@ -237,12 +237,13 @@ def test_main_path(server, browser):
 
 
 def test_stop_button_works_while_running(server, browser):
-    """A long run (paper defaults: 30 rounds) stays stoppable from the page."""
+    """A long run (paper defaults: 30 rounds on Adult) stays stoppable from the page."""
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.set_default_timeout(30_000)
     page.goto(server)
-    page.get_by_role("button", name="Load titanic", exact=True).click()
-    page.get_by_text("Loaded sample 'titanic'").wait_for()
+    # Adult, not titanic: titanic's 30 rounds finish within a poll or two
+    page.get_by_role("button", name="Load adult-pub025", exact=True).click()
+    page.get_by_text("Loaded sample 'adult-pub025'").wait_for(timeout=60_000)
     _goto(page, "Run")
     page.get_by_role("button", name="Start run").click()
     page.get_by_text(re.compile(r"round [1-9] / 30")).first.wait_for(timeout=60_000)
@@ -268,8 +269,9 @@ def test_reload_keeps_the_session_and_its_run(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.set_default_timeout(30_000)
     page.goto(server)
-    page.get_by_role("button", name="Load titanic", exact=True).click()
-    page.get_by_text("Loaded sample 'titanic'").wait_for()
+    # Adult, not titanic: titanic's 30 rounds finish within a poll or two
+    page.get_by_role("button", name="Load adult-pub025", exact=True).click()
+    page.get_by_text("Loaded sample 'adult-pub025'").wait_for(timeout=60_000)
     token = _token(page)
     _goto(page, "Run")                               # navigation keeps the token in the URL
     assert _token(page) == token and urlparse(page.url).path.endswith("/run")
@@ -281,7 +283,7 @@ def test_reload_keeps_the_session_and_its_run(server, browser):
     page.get_by_role("heading", name="Run", exact=True).wait_for(timeout=60_000)
     page.get_by_role("heading", name=re.compile(r"^Running: jam-pgm")).wait_for()
     page.get_by_text(re.compile(r"round ([1-9]|[12][0-9]) / 30")).first.wait_for()
-    page.get_by_test_id("stSidebar").get_by_text("titanic:private", exact=True).wait_for()
+    page.get_by_test_id("stSidebar").get_by_text("adult-pub025:private", exact=True).wait_for()
     assert _token(page) == token
     assert page.get_by_text("earlier session expired").count() == 0
     # the reloaded page controls the run: Stop works (and frees the shared cores)
