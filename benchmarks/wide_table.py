@@ -26,6 +26,8 @@ Modes:
 * ``--profile MECH``: the mechanism under cProfile in this process, stopped after
   ``--profile-events`` round events; prints the events (seconds, candidates,
   fit path) and the top 25 functions by cumulative and by own time.
+* ``--size-filter``: CPU seconds of the size filter's model-size question for
+  every 3-way candidate, as it is and with ``math.prod`` in place of ``np.prod``.
 * ``--generate-only``: write the tables and the schema, print their paths.
 
 Usage::
@@ -296,6 +298,37 @@ def profile(mechanism: str, rows: int, seed: int, events: int) -> list[dict]:
     return lines
 
 
+def size_filter_cost(seed: int, model_cliques: list[tuple[str, ...]]) -> dict:
+    """CPU seconds (this process) of the size filter's question, the junction-tree MB
+    of the model plus one candidate, for every 3-way clique of the table, with
+    ``inference.cells`` as it is (``np.prod``) and with ``math.prod`` swapped in
+    (what the first change would save; restored afterwards)."""
+    import itertools
+    import math
+
+    from synth_core import inference, model
+
+    sizes = column_sizes(seed)
+    candidates = list(itertools.combinations(sizes, 3))
+
+    def timed() -> float:
+        start = time.process_time()
+        for cand in candidates:
+            model.model_size_mb(sizes, [*model_cliques, cand])
+        return time.process_time() - start
+
+    as_is = timed()
+    original = inference.cells
+    inference.cells = lambda s, clique: math.prod(s[c] for c in clique)
+    try:
+        swapped = timed()
+    finally:
+        inference.cells = original
+    return {"bench": "wide_table_size_filter", "candidates": len(candidates),
+            "model_cliques": [list(c) for c in model_cliques], "cpu_s_np_prod": round(as_is, 3),
+            "cpu_s_math_prod": round(swapped, 3), "loadavg": loadavg()}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=300_000)
@@ -306,6 +339,8 @@ def main(argv=None) -> None:
     ap.add_argument("--profile-events", type=int, default=4,
                     help="round events (round 0 included) to profile")
     ap.add_argument("--generate-only", action="store_true")
+    ap.add_argument("--size-filter", action="store_true",
+                    help="time the size filter's model-size question alone")
     ap.add_argument("--child", choices=MECHANISMS, help=argparse.SUPPRESS)
     ap.add_argument("--progress", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -313,6 +348,10 @@ def main(argv=None) -> None:
         child(args.child, generate(args.rows, args.seed), args.progress)
     elif args.generate_only:
         print(json.dumps({k: str(v) for k, v in generate(args.rows, args.seed).items()}))
+    elif args.size_filter:
+        cliques = [("c04", "c06", "c11"), ("c07", "c10", "c15"), ("c05", "c10", "c14")]
+        for n in (0, 3):
+            print(json.dumps(size_filter_cost(args.seed, cliques[:n] or [("c04",)])), flush=True)
     elif args.profile:
         for line in profile(args.profile, args.rows, args.seed, args.profile_events):
             print(json.dumps(line), flush=True)
