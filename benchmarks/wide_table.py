@@ -130,11 +130,12 @@ def draw_rows(nodes, rows: int, seed: int) -> dict[str, np.ndarray]:
 def draw_categorical(cpt: np.ndarray, config: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws: row ``r`` gets the first ``x`` with ``F(x | config[r]) > u[r]``.
     Each configuration's CDF is shifted by its index so the flattened CDFs are one
-    increasing array and one ``searchsorted`` serves every row."""
+    increasing array and one ``searchsorted`` serves every row (clipped to ``0 .. k-1``
+    against rounding at a configuration's last CDF value)."""
     k = cpt.shape[1]
     cdf = np.cumsum(cpt, axis=1) + np.arange(cpt.shape[0])[:, None]
     idx = np.searchsorted(cdf.ravel(), config + u, side="right")
-    return np.minimum(idx - config * k, k - 1)
+    return np.clip(idx - config * k, 0, k - 1)
 
 
 def category_names(name: str, size: int) -> list[str]:
