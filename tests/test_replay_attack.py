@@ -28,10 +28,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from synth_core import Synthesizer
+from tiny_tables import FIT, GEM_TINY, PRIVATE, PUBLIC, SCHEMA, SHIFTED_PUBLIC
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
 from synth_core.errors import ConfigError
 from conftest import all_keys
@@ -41,29 +41,6 @@ BRUTE_FORCE = range(201)
 #: how close to a whole number a recovered count must be
 WHOLE = 1e-6
 
-SIZES = {"a": 3, "b": 2, "c": 4, "d": 3}
-SCHEMA = {"columns": [{"name": c, "kind": "categorical", "categories": list(range(k))}
-                      for c, k in SIZES.items()]}
-
-
-def _table(n: int, seed: int) -> pd.DataFrame:
-    """``n`` rows over :data:`SIZES` with dependent columns (codes as integers)."""
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, 3, n)
-    b = (a + rng.integers(0, 2, n)) % 2
-    c = (a + b + rng.integers(0, 2, n)) % 4
-    d = (c + rng.integers(0, 2, n)) % 3
-    return pd.DataFrame({"a": a, "b": b, "c": c, "d": d})
-
-
-PRIVATE = _table(300, 1)
-PUBLIC = _table(120, 2)
-#: public rows far from the private ones (c and d constant): JAM-PGM then picks
-#: private marginals, so its report has noisy answers to attack
-SHIFTED_PUBLIC = PUBLIC.assign(c=0, d=0)
-
-FIT = dict(fit_iters=20, final_fit_iters=40)
-GEM_TINY = dict(hidden=(16,), noise_dim=8, batch=16, inner_steps=5, max_queries=5, threads=1)
 #: mechanism -> (settings, run arguments); all release noisy measurements
 MECHANISMS = {
     "aim": (dict(rounds=6, **FIT), {}),
