@@ -5,6 +5,7 @@ import streamlit as st
 
 from app_pages.common import PAGES, get_wb, show_error, show_flashes
 from synth_core.workbench import ledger_frame, measurements_frame
+from synth_core.workbench.command import reproduce_notebook
 from synth_core.uncertainty import bounds_frame
 
 wb = get_wb()
@@ -32,7 +33,7 @@ if report["privacy"].get("seeded"):
 
 st.subheader("Downloads")
 st.caption("These files hold only releasable values (checked: no curator-only field).")
-d = st.columns(5)
+d = st.columns(6)
 d[0].download_button("Synthetic data (CSV)", files["synthetic.csv"], file_name="synthetic.csv",
                      mime="text/csv", type="primary", key="dl_csv")
 d[1].download_button("Synthetic data (Parquet)", files["synthetic.parquet"],
@@ -43,6 +44,13 @@ d[3].download_button("Schema (JSON)", files["schema.json"], file_name="schema.js
                      mime="application/json", key="dl_schema_release")
 d[4].download_button("Reproduce (shell)", files["reproduce.sh"], file_name="reproduce.sh",
                      mime="text/x-shellscript", key="dl_script")
+try:
+    notebook = reproduce_notebook(run.reproduce, run.result.report)
+except Exception as exc:  # noqa: BLE001
+    show_error(exc)
+else:
+    d[5].download_button("Reproduce (notebook)", notebook, file_name="reproduce.ipynb",
+                         mime="application/x-ipynb+json", key="dl_notebook")
 
 st.subheader("Privacy statement")
 st.info(report["privacy"]["statement"], icon=":material/shield_lock:")

@@ -338,6 +338,30 @@ class RunResult:
         payload["run"] = self.curator_record()
         return payload
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the release (report, first synthetic rows); no curator-only value."""
+        from .display import result_html
+        return result_html(self)
+
+    def curator_view(self):
+        """CURATOR-ONLY: the seed and true errors, for Jupyter (labelled as such)."""
+        from .display import CuratorView
+        return CuratorView(self)
+
+    def to_notebook(self, path: str | Path, *, curator_file: str | Path | None = None,
+                    **inputs) -> None:
+        """Write a notebook that repeats this run (:func:`synth_core.notebook.result_recipe`;
+        ``inputs``: ``sample=NAME`` or ``data=FILE``, and ``public``, ``public_flag``,
+        ``schema``). It holds no data and no seed; a seeded run's seed goes to
+        ``curator_file`` (CURATOR-ONLY) only when one is given."""
+        from .notebook import curator_seed_bytes, notebook_bytes, result_recipe
+        name = Path(curator_file).name if curator_file is not None else "curator-seed.json"
+        files = [(Path(path), notebook_bytes(result_recipe(self, curator_file=name, **inputs)))]
+        if curator_file is not None and self.config.seed is not None:
+            files.append((Path(curator_file), curator_seed_bytes(self.config.seed)))
+        check_distinct(p for p, _ in files)
+        write_all(files)
+
 
 def check_outputs(*, out=None, report=None, diagnostics=None) -> None:
     """DataError, before anything is spent, unless every output path given can be

@@ -1,9 +1,10 @@
 """Plotly figure builders shared by the workbench pages and notebooks.
 
-One colour per source everywhere: public measurements in teal, private ones
-in orange, the initialisation (several marginals at once) in grey. Figures
-take round events (:class:`~synth_core.engine.RoundEvent`) or plain tables;
-none of them imports Streamlit.
+The colours come from :mod:`synth_core.palette` (shared with the notebooks'
+Altair figures): one colour per source everywhere, public measurements in
+teal, private ones in orange, the initialisation (several marginals at once)
+in grey. Figures take round events (:class:`~synth_core.engine.RoundEvent`)
+or plain tables; none of them imports Streamlit.
 """
 
 from __future__ import annotations
@@ -14,20 +15,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-PUBLIC_COLOR = "#1b9e77"
-PRIVATE_COLOR = "#d95f02"
-MIXED_COLOR = "#7f7f7f"
-SELECT_COLOR = "#7570b3"
-TOTAL_COLOR = "#333333"
-
-PUBLIC_COLUMNS_COLOR = "#66a61e"
-
-SOURCE_COLORS = {"public": PUBLIC_COLOR, "private": PRIVATE_COLOR,
-                 "public-columns": PUBLIC_COLUMNS_COLOR}
-
-
-def source_color(source: str) -> str:
-    return SOURCE_COLORS.get(source, MIXED_COLOR)
+from .palette import (MECHANISM_PALETTE, MIXED_COLOR, PRIVATE_COLOR, PUBLIC_COLOR,  # noqa: F401
+                      PUBLIC_COLUMNS_COLOR, SELECT_COLOR, SOURCE_COLORS, TOTAL_COLOR,
+                      mechanism_color, source_color)
 
 
 def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
@@ -149,18 +139,6 @@ def proxy_error_figure(table: pd.DataFrame, top: int = 30) -> go.Figure:
     fig.update_yaxes(type="category")
     return _layout(fig, f"CURATOR-ONLY public proxy error (worst {min(top, len(table))} of "
                         f"{len(table)} marginals)", height=max(300, 80 + 18 * len(t)))
-
-
-MECHANISM_PALETTE = ["#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
-                     "#666666", "#1f78b4"]
-
-
-def mechanism_color(name: str, names: Sequence[str]) -> str:
-    if name == "public-only":
-        return PUBLIC_COLOR
-    others = [n for n in names if n != "public-only"]
-    return MECHANISM_PALETTE[others.index(name) % len(MECHANISM_PALETTE)] if name in others \
-        else MIXED_COLOR
 
 
 def compare_summary(results: pd.DataFrame) -> pd.DataFrame:

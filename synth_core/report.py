@@ -95,10 +95,19 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
     return " ".join(lines)
 
 
+class ReleaseReport(dict):
+    """A release report: a plain dict (JSON as it is) that Jupyter shows as HTML
+    (:func:`synth_core.display.report_html`: releasable values only)."""
+
+    def _repr_html_(self) -> str:
+        from .display import report_html
+        return report_html(self)
+
+
 def build_report(*, config: dict, privacy: dict, domain_source: str, schema: dict,
                  public: dict, workload: dict, measurements: list, events: list,
                  ledger: dict, synthetic: dict, data: dict) -> dict:
-    report = {
+    report = ReleaseReport({
         "format": REPORT_FORMAT,
         "software": {"synth_core": __version__},
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -114,7 +123,7 @@ def build_report(*, config: dict, privacy: dict, domain_source: str, schema: dic
         "ledger": ledger,
         "schema": schema,
         "synthetic": synthetic,
-    }
+    })
     check_release(report)
     return report
 

@@ -483,6 +483,11 @@ class Schema:
         """The schema-file format: ``{"columns": [...]}``."""
         return {"columns": [c.to_json() for c in self.columns]}
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: a table of the columns and their domains."""
+        from .display import schema_html
+        return schema_html(self)
+
     @classmethod
     def from_json(cls, obj, *, source: str = "declared") -> "Schema":
         """A schema from the schema-file format, or from Private-PGM's domain

@@ -10,7 +10,8 @@ module of synth_core, lowest layer first. A table passed to
                    budget services)
      9 services    runner, whatif, experiments, audit (privacy audits of the mechanisms)
      8 api         api (Synthesizer: configure, prepare the inputs, dispatch, report)
-     7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget
+     7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget,
+                   notebook (live progress, Altair figures, the repeat notebook)
      6 inputs      backends.inputs (the backend chosen by name, public data handled once),
                    backends (the package's re-exports)
      5 backend     backends.memory, backends.duckdb_backend, backends.spark_backend,
@@ -20,7 +21,7 @@ module of synth_core, lowest layer first. A table passed to
      2 schema      schema (the domain: encoding and decoding values)
      1 counts      marginals, workload, privacy, model, evaluate
      0 foundation  errors, version, heap, runtime (process settings a run applies), inference,
-                   charts, session_registry
+                   charts, session_registry, palette (shared colours), display (HTML views)
 
 A module may import modules of its own layer or of lower layers, never of a
 higher one, and the imports (module-level and inside functions alike) form
@@ -44,7 +45,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "synth_core"
 
 #: layer -> modules (names relative to synth_core; "" is the package itself)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("errors", "version", "heap", "runtime", "inference", "charts", "session_registry"),
+    0: ("errors", "version", "heap", "runtime", "inference", "charts", "session_registry",
+        "palette", "display"),
     1: ("marginals", "workload", "privacy", "model", "evaluate"),
     2: ("schema",),
     3: ("tables", "backends.encoding"),
@@ -55,7 +57,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     7: ("engine", "conditional", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",
-        "mechanisms.vjam_pgm", "uncertainty", "report", "budget"),
+        "mechanisms.vjam_pgm", "uncertainty", "report", "budget", "notebook"),
     8: ("api",),
     9: ("runner", "whatif", "experiments", "audit"),
     10: ("cli", "disk_table", "workbench", "workbench.background", "workbench.budget",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from ..errors import ConfigError
 from .catalog import RunSettings
 
 #: mechanism options that ``synth run`` takes as flags of their own
@@ -142,3 +143,68 @@ def reproduce_command(s: RunSettings, parts: CommandParts) -> str:
              *([BUDGET_NOTE] if parts.budget_file else [])]
     return "\n".join([comment(n) for n in notes]
                      + [" \\\n  ".join(shlex.join(line) for line in lines if line)])
+
+
+def command_argv(command: str) -> tuple[list[str], list[str]]:
+    """(the arguments, the comment notes) of a command made by
+    :func:`reproduce_command`: comment lines give the notes (without ``# ``),
+    the rest is split as the shell would (a backslash-newline outside quotes
+    continues the line; ``shlex.quote`` leaves no other backslash outside quotes)."""
+    lines = command.split("\n")
+    notes = []
+    while lines and lines[0].startswith("# "):
+        notes.append(lines.pop(0)[2:])
+    body, quote, out, i = "\n".join(lines), None, [], 0
+    while i < len(body):
+        ch = body[i]
+        if quote is None and ch == "\\" and body[i + 1:i + 2] == "\n":
+            out.append(" ")
+            i += 2
+            continue
+        if ch in "'\"" and quote in (None, ch):
+            quote = None if quote == ch else ch
+        out.append(ch)
+        i += 1
+    return shlex.split("".join(out)), notes
+
+
+def command_recipe(command: str, plan=(), seeded: bool = False):
+    """The :class:`~synth_core.notebook.RunRecipe` of a reproduce command: the
+    CLI's own parser reads its arguments, so the notebook repeats exactly what
+    the shell script would (same inputs, settings and notes; no seed)."""
+    from ..cli import _parse_columns, _parse_options, build_parser
+    from ..notebook import RunRecipe
+
+    argv, notes = command_argv(command)
+    try:
+        args = build_parser().parse_args(argv[1:])   # argv[0] is "synth"
+    except SystemExit:
+        raise ConfigError("The reproduce command cannot be read back as a `synth run` command.",
+                          hint="Download reproduce.sh instead.") from None
+    options = _parse_options(args.option, args.mechanism)
+    if args.conditional:
+        options["conditional"] = True
+    if args.condition_max_mb is not None:
+        options["condition_max_mb"] = args.condition_max_mb
+    config = {"mechanism": args.mechanism, "epsilon": args.epsilon, "delta": args.delta,
+              "neighbours": args.neighbours, "workload": args.workload, "rounds": args.rounds,
+              "max_model_size": args.max_model_size, "fit_iters": args.fit_iters,
+              "final_fit_iters": args.final_fit_iters, "fit_tol": args.fit_tol,
+              "options": options, "mode": args.mode}
+    return RunRecipe(config, sample=args.sample, data=args.data, backend=args.backend,
+                     public=args.public, public_flag=args.public_flag, no_public=args.no_public,
+                     public_columns=_parse_columns(args.public_columns, "--public-columns"),
+                     schema=args.schema, budget_file=args.budget_file, plan=tuple(plan),
+                     notes=tuple(notes), seeded=seeded)
+
+
+def reproduce_notebook(command: str, report: dict | None = None) -> bytes:
+    """The ``.ipynb`` file that repeats the run of a reproduce command (the
+    Release page offers it beside ``reproduce.sh``), with the measurement plan
+    of the run's release ``report``. Every value is a Python literal
+    (:func:`synth_core.notebook.literal`); like the script it holds no seed."""
+    from ..notebook import notebook_bytes, plan_of
+
+    plan = plan_of(report) if report is not None else ()
+    seeded = bool(report and report["privacy"].get("seeded"))
+    return notebook_bytes(command_recipe(command, plan, seeded))
