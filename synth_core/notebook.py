@@ -455,7 +455,7 @@ def recipe_cells(recipe: RunRecipe) -> list[dict]:
               "no_public": literal(bool(recipe.no_public)),
               "public_columns": literal(list(recipe.public_columns)),
               "schema": literal(recipe.schema), "budget_file": literal(recipe.budget_file),
-              "plan": literal([list(p) for p in recipe.plan])}
+              "plan": literal([[r, list(c), src] for r, c, src in recipe.plan])}
     cells = [_cell("markdown", INTRO)]
     if recipe.notes:
         cells.append(_cell("code", NOTES_CODE.format(notes=literal(list(recipe.notes)))))

@@ -336,7 +336,7 @@ def test_run_page_runs_in_background_and_release_page_downloads():
     assert any(w.value.startswith("Not fit for publication") for w in at.warning)
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["Synthetic data (CSV)", "Synthetic data (Parquet)", "Report (JSON)",
-                      "Schema (JSON)", "Reproduce (shell)"]
+                      "Schema (JSON)", "Reproduce (shell)", "Reproduce (notebook)"]
     assert any("This release satisfies" in i.value for i in at.info)
     assert "CURATOR" not in texts(at)
     codes = [c.value for c in at.code]
