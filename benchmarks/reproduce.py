@@ -31,8 +31,8 @@ table), vertical Adult about 7 h per seed, so run subsets with
     python benchmarks/reproduce.py jam-adult --mechanisms jam-pgm aim --seeds 0
     python benchmarks/reproduce.py vertical-adult --plot-only
 
-The PNG is a Plotly figure exported by kaleido (``pip install -e ".[bench]"``)
-with an installed Chrome or Chromium; without them the table is still written. The figures are CURATOR-ONLY diagnostics (true errors).
+The PNG is an Altair figure drawn by vl-convert (``pip install -e ".[notebook]"``,
+no browser needed); without them the table is still written. The figures are CURATOR-ONLY diagnostics (true errors).
 """
 
 from __future__ import annotations
@@ -296,43 +296,40 @@ def _short(value) -> str:
 
 
 def plot_figure(figure: str, rows: list[dict]):
-    """One panel per dataset: mean metric against epsilon (log x), min-max bars over seeds."""
-    from plotly.subplots import make_subplots
+    """One panel per dataset: mean metric against epsilon (log x), min-max bars
+    over seeds; an Altair chart in the palette's mechanism colours (the
+    public-only baseline dashed, in the public colour)."""
+    import altair as alt
 
-    from synth_core.charts import mechanism_color
+    from synth_core.palette import mechanism_scale
 
-    datasets = sorted({r["dataset"] for r in rows})
-    names = sorted({r["mechanism"] for r in rows})
-    fig = make_subplots(rows=1, cols=len(datasets), shared_yaxes=True, subplot_titles=datasets)
-    for col, data in enumerate(datasets, start=1):
-        for mech in sorted({r["mechanism"] for r in rows if r["dataset"] == data}):
-            pts = sorted((r for r in rows if r["dataset"] == data and r["mechanism"] == mech),
-                         key=lambda r: r["epsilon"])
-            color = mechanism_color(mech, names)
-            fig.add_scatter(
-                x=[p["epsilon"] for p in pts], y=[p["mean"] for p in pts], name=mech,
-                mode="lines+markers", legendgroup=mech, showlegend=col == 1,
-                line=dict(color=color, dash="dash" if mech == "public-only" else "solid"),
-                marker=dict(color=color), row=1, col=col,
-                error_y=dict(type="data", symmetric=False, visible=True,
-                             array=[p["max"] - p["mean"] for p in pts],
-                             arrayminus=[p["mean"] - p["min"] for p in pts]))
-    fig.update_xaxes(type="log", title="epsilon")
-    fig.update_yaxes(title=FIGURES[figure]["metric"].replace("_", " "), row=1, col=1)
-    fig.update_layout(title=FIGURES[figure]["title"], template="plotly_white",
-                      font=dict(size=11), margin=dict(l=60, r=20, t=70, b=50))
-    return fig
+    domain, colours = mechanism_scale([r["mechanism"] for r in rows])
+    data = alt.Data(values=[{k: r[k] for k in ("dataset", "mechanism", "epsilon", "mean",
+                                                "min", "max")} for r in rows])
+    base = alt.Chart().encode(
+        x=alt.X("epsilon:Q", scale=alt.Scale(type="log"), title="epsilon"),
+        color=alt.Color("mechanism:N", scale=alt.Scale(domain=domain, range=colours)))
+    lines = base.mark_line(point=True).encode(
+        y=alt.Y("mean:Q", title=FIGURES[figure]["metric"].replace("_", " ")),
+        strokeDash=alt.condition("datum.mechanism == 'public-only'", alt.value([5, 3]),
+                                 alt.value([1, 0])))
+    bars = base.mark_rule().encode(y="min:Q", y2="max:Q")
+    return alt.layer(lines, bars, data=data).properties(width=280, height=260).facet(
+        column=alt.Column("dataset:N", title=None)).properties(title=FIGURES[figure]["title"])
 
 
 def plot(figure: str, rows: list[dict], path: Path) -> bool:
-    """The figure as a PNG (Plotly and kaleido, the [bench] extra); False if not written."""
-    from synth_core.charts import write_png
+    """The figure as a PNG (Altair through vl-convert, the [notebook] extra; no
+    browser); False if not written."""
+    from synth_core.errors import ConfigError
+    from synth_core.notebook import save_figure
 
-    missing = write_png(plot_figure(figure, rows), path,
-                        width=400 * len({r["dataset"] for r in rows}), height=360)
-    if missing:
-        print(f"{missing}: no PNG written", file=sys.stderr)
-    return missing is None
+    try:
+        save_figure(plot_figure(figure, rows), path)
+    except (ConfigError, ImportError) as exc:
+        print(f"{exc}: no PNG written", file=sys.stderr)
+        return False
+    return True
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""Static benchmark figures: Plotly, written as PNG by kaleido (the [bench] extra)."""
+"""Static benchmark figures: the paper reproductions in Altair (PNG through vl-convert,
+the [notebook] extra), the cost curves in Plotly (PNG through kaleido, the [bench] extra)."""
 
 from __future__ import annotations
 
@@ -29,17 +30,21 @@ def _rows() -> list[dict]:
 
 
 def test_reproduce_figure_has_a_panel_per_dataset_and_min_max_bars():
+    pytest.importorskip("altair")
+    from synth_core.palette import PUBLIC_COLOR
+
     figure = next(iter(reproduce.FIGURES))
-    fig = reproduce.plot_figure(figure, _rows())
-    assert [a.text for a in fig.layout.annotations] == ["adult_pub025", "adult_pub100"]
-    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis2.type == "log"
-    assert len(fig.data) == 4
-    assert sum(t.showlegend for t in fig.data) == 2   # each mechanism named once
-    jam = fig.data[0]
-    assert jam.name == "jam-pgm" and list(jam.x) == [0.1, 1.0, 10.0]
-    assert list(jam.error_y.array) == pytest.approx([0.02] * 3)
-    assert list(jam.error_y.arrayminus) == pytest.approx([0.01] * 3)
-    assert fig.data[1].line.dash == "dash"   # the public-only baseline
+    spec = reproduce.plot_figure(figure, _rows()).to_dict()
+    assert spec["facet"]["column"]["field"] == "dataset"
+    assert sorted({v["dataset"] for v in spec["data"]["values"]}) == ["adult_pub025",
+                                                                      "adult_pub100"]
+    lines, bars = spec["spec"]["layer"]
+    assert lines["encoding"]["x"]["scale"]["type"] == "log"
+    assert lines["encoding"]["y"]["field"] == "mean"
+    assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == ("min", "max")
+    colour = lines["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["jam-pgm", "public-only"] and colour["range"][1] == PUBLIC_COLOR
+    assert "public-only" in lines["encoding"]["strokeDash"]["condition"]["test"]  # dashed
 
 
 def test_cost_curve_figure_is_log_log_per_backend():
@@ -52,7 +57,7 @@ def test_cost_curve_figure_is_log_log_per_backend():
 
 
 def test_png_export(tmp_path):
-    pytest.importorskip("kaleido")
+    pytest.importorskip("vl_convert")
     out = tmp_path / "figure.png"
     assert reproduce.plot(next(iter(reproduce.FIGURES)), _rows(), out) is True
     assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 5_000
