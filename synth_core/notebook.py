@@ -402,6 +402,9 @@ public = schema = public_name = data_name = None
 if SAMPLE is not None:
     sample = load_sample(SAMPLE)
     data, schema, data_name = sample.private, sample.schema, SAMPLE + ":private"
+    if BACKEND != "memory":      # count the sample's file where it lies, as `synth run` does
+        from synth_core.api import SAMPLE_DIR, sample_preset
+        data, data_name = str(SAMPLE_DIR / sample_preset(SAMPLE)["private"]), None
     if not (PUBLIC_FLAG or NO_PUBLIC):
         public, public_name = sample.public, sample.public_name
 else:
