@@ -325,7 +325,7 @@ def plot(figure: str, rows: list[dict], path: Path) -> bool:
     from synth_core.notebook import save_figure
 
     try:
-        save_figure(plot_figure(figure, rows), path)
+        save_figure(plot_figure(figure, rows), path, scale=1.25)
     except (ConfigError, ImportError) as exc:
         print(f"{exc}: no PNG written", file=sys.stderr)
         return False
