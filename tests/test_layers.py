@@ -47,7 +47,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     0: ("errors", "version", "heap", "runtime", "inference", "charts", "session_registry"),
     1: ("marginals", "workload", "privacy", "model", "evaluate"),
     2: ("schema",),
-    3: ("tables", "backends.encoding"),
+    3: ("tables", "backends.encoding", "schema_infer"),
     4: ("backends.base",),
     5: ("backends.memory", "backends.duckdb_backend", "backends.spark_backend",
         "backends.counting"),
