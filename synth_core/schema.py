@@ -693,12 +693,14 @@ def _infer_column(name: str, values: pd.Series, *, max_categories: int, bins: in
     if force == "numeric" or (force is None and numeric_dtype and len(distinct) > max_categories):
         return _infer_numeric(name, present, bins=bins, missing=missing)
     if force is None and len(distinct) > max_categories:
+        note = _looks_numeric_note(present)
+        numeric = (f"Empty those cells and declare it numeric with bins ({{numeric:{name}}}, or "
+                   "a schema file), or k" if note else "K")
         raise SchemaError(
             f"column '{name}' has {len(distinct):,} distinct values, more than "
-            f"max_categories={max_categories}{_looks_numeric_note(present)}.",
-            hint=f"Declare it numeric with bins ({{numeric:{name}}}, or a schema file), keep "
-                 f"every value as a category ({{categorical:{name}}}), or drop the column "
-                 f"({{drop:{name}}}).", column=name)
+            f"max_categories={max_categories}{note}.",
+            hint=f"{numeric}eep every value as a category ({{categorical:{name}}}), or drop the "
+                 f"column ({{drop:{name}}}).", column=name)
     if numeric_dtype:
         numbers_ = [_plain(v) for v in distinct]
         if all(float(v).is_integer() for v in numbers_):
