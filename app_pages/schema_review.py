@@ -42,7 +42,7 @@ def _show_proposal(proposal) -> None:
 
 def schema_review_section(wb) -> None:
     """Propose, show, override and use a schema for the table in memory."""
-    with st.expander("Review a proposed schema", expanded=wb.domain.read_unedited_from("private")):
+    with st.expander("Review a proposed schema", expanded=wb.schema.source == "private"):
         if wb.out_of_core:
             st.caption("A proposed schema is read off a table in memory; this file stays on "
                        "disk. Open it with the Memory backend, or declare a schema.")
