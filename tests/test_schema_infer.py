@@ -259,3 +259,17 @@ def test_fixed_width_codes_are_flagged_and_quantities_are_not():
     proposal = propose_schema(codes)
     assert proposal.codes == ("station",)
     assert proposal.decision("height").spec.kind == "numeric"
+
+
+def test_a_run_domain_with_choices_reads_flagged_public_rows():
+    from synth_core.schema_infer import domain_with_choices, leading_zero_columns
+
+    df = raw_table().assign(is_public=lambda d: np.arange(len(d)) % 5 == 0)
+    schema = domain_with_choices(df, flag="is_public", drop=("row", "score"),
+                                 numeric=("age",), categorical=("zip",))
+    assert schema.source == "public" and schema.names == ("zip", "age", "income", "sex")
+    public_zips = set(df.loc[df.is_public, "zip"])
+    assert set(schema.column("zip").categories) == public_zips
+    assert schema.column("age").kind == "numeric"
+    text = pd.DataFrame({"zip": ["02134", "10001"], "n": ["7", "12"], "w": ["a", "0b"]})
+    assert leading_zero_columns(text) == ("zip",)
