@@ -569,7 +569,7 @@ def _unreviewed_private(review) -> list[str]:
         return []
     if not isinstance(review, dict):
         raise SchemaError(f"'{REVIEW_KEY}' must be a JSON object.",
-                          hint=f"Delete the '{REVIEW_KEY}' block once you have reviewed the schema.")
+                          hint=f"Delete the '{REVIEW_KEY}' block once the schema is reviewed.")
     names = review.get("read_off_private", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise SchemaError(f"'{REVIEW_KEY}.read_off_private' must be a list of column names.")

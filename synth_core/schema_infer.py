@@ -451,9 +451,14 @@ def suspicious_columns(data: pd.DataFrame, schema: Schema | None = None, *,
                        interface: str = "api") -> list[str]:
     """Warnings for columns of ``data`` a run would synthesise as they are but
     that look like identifiers, or like codes binned as numbers. ``schema``: the
-    run's domain (None: the one a run reads off ``data``)."""
+    run's domain (None: the one a run reads off ``data``). None when the
+    table cannot be read this way (the run then names the problem itself)."""
+    try:
+        decisions = propose_schema(data).decisions
+    except SynthError:
+        return []
     out = []
-    for d in propose_schema(data).decisions:
+    for d in decisions:
         kind = _run_kind(data[d.name], d.name, schema)
         if d.role == "identifier" and kind is not None:
             out.append(f"column '{d.name}' is synthesised as {kind} data, but it has "

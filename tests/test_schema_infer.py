@@ -187,7 +187,8 @@ def test_hints_name_the_control_of_the_front_end(files, capsys):
     assert "drop_columns=['word']" in str(api.value)
     assert "--drop word" in api.value.text("cli") and "--categorical word" in api.value.text("cli")
     assert "Data page" in api.value.text("app") and "--drop" not in api.value.text("app")
-    assert render_controls('{"columns": [...]} {drop:a,b}', "cli") == '{"columns": [...]} --drop a,b'
+    rendered = render_controls('{"columns": [...]} {drop:a,b}', "cli")
+    assert rendered == '{"columns": [...]} --drop a,b'
     path = files / "words.csv"
     df.assign(n=1).to_csv(path, index=False)
     assert main(["run", "--data", str(path), "--out", str(files / "s.csv"),

@@ -199,7 +199,8 @@ def _count_private(source: Backend, schema: Schema, flag: str | None) -> Margina
         return source.counter(schema, flag)
     except DataError as exc:
         if schema.source == "public":
-            raise DataError(exc.message, hint=(exc.hint_template + " " if exc.hint_template else "") + "The domain was "
+            before = exc.hint_template + " " if exc.hint_template else ""
+            raise DataError(exc.message, hint=before + "The domain was "
                             "inferred from the public rows; declare a schema ({schema}) that "
                             "covers every value: {infer} proposes one over both tables, to "
                             "review.",
