@@ -450,7 +450,8 @@ def domain_with_choices(data: pd.DataFrame, public: pd.DataFrame | None = None, 
 def suspicious_columns(data: pd.DataFrame, schema: Schema | None = None, *,
                        interface: str = "api") -> list[str]:
     """Warnings for columns of ``data`` a run would synthesise as they are but
-    that look like identifiers, or like codes binned as numbers. ``schema``: the
+    that look like identifiers, like codes binned as numbers, or like numbers
+    with one category per value. ``schema``: the
     run's domain (None: the one a run reads off ``data``). None when the
     table cannot be read this way (the run then names the problem itself)."""
     try:
@@ -459,21 +460,26 @@ def suspicious_columns(data: pd.DataFrame, schema: Schema | None = None, *,
         return []
     out = []
     for d in decisions:
-        kind = _run_kind(data[d.name], d.name, schema)
+        spec = _run_spec(data[d.name], d.name, schema)
+        kind = None if spec is None else spec.kind
         if d.role == "identifier" and kind is not None:
             out.append(f"column '{d.name}' is synthesised as {kind} data, but it has "
                        + render_controls(d.note, interface))
         elif d.role == "code" and kind == "numeric":
             out.append(f"column '{d.name}' is binned as numbers, but it has "
                        + render_controls(d.note, interface))
+        elif d.role == "numeric" and kind == "categorical":
+            out.append(render_controls(
+                f"column '{d.name}' becomes {len(spec.categories)} categories (one per "
+                f"value); to bin it as numbers, choose {{numeric:{d.name}}}.", interface))
     return out
 
 
-def _run_kind(values: pd.Series, name: str, schema: Schema | None) -> str | None:
-    """The kind a run gives the column: the schema's, else the one read off it."""
+def _run_spec(values: pd.Series, name: str, schema: Schema | None) -> ColumnSpec | None:
+    """The column's domain in a run: the schema's, else the one read off it."""
     if schema is not None:
-        return schema.column(name).kind if name in schema.names else None
+        return schema.column(name) if name in schema.names else None
     try:
-        return infer_schema(values.to_frame(name), source="private").columns[0].kind
+        return infer_schema(values.to_frame(name), source="private").columns[0]
     except SynthError:
         return None

@@ -158,11 +158,14 @@ def test_run_kind_flags_and_drop_alias(files, capsys):
     assert pd.read_csv(out).columns.tolist() == ["zip", "age", "income", "sex"]
 
 
-def test_identifier_warning_names_the_drop_flag(files, capsys):
+def test_run_warnings_name_the_flag_that_changes_a_column(files, capsys):
     assert main(["run", "--data", str(files / "table.csv"), "--mechanism", "mwem-pgm", *FAST,
                  "--out", str(files / "s.csv"), "--report", str(files / "r.json")]) == 0
     err = capsys.readouterr().err
     assert "column 'row'" in err and "--drop row" in err
+    # integer ages read as one category per value
+    ages = pd.read_csv(files / "table.csv")["age"].nunique()
+    assert f"column 'age' becomes {ages} categories" in err and "--numeric age" in err
 
 
 def test_kind_flags_need_a_domain_read_off_data(files, capsys):
