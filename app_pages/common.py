@@ -97,7 +97,7 @@ def reset_stale_widgets(wb: Workbench) -> None:
 
 def error_text(exc: Exception) -> str:
     if isinstance(exc, SynthError):
-        return exc.message + (f" {exc.hint}" if exc.hint else "")
+        return exc.text("app")
     return f"Unexpected error ({type(exc).__name__}): {exc}. Nothing you loaded was lost."
 
 

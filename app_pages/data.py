@@ -4,6 +4,7 @@ edit its schema."""
 import streamlit as st
 
 from app_pages.budget_section import budget_section
+from app_pages.schema_review import schema_review_section
 from app_pages.common import PAGES, attempt, flash, get_wb, need_data, show_error, show_flashes
 from synth_core.api import list_samples
 from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS, data_roots
@@ -160,6 +161,7 @@ st.dataframe(wb.domain.table(), hide_index=True)
 if wb.domain.left_out:
     st.warning("Not in the schema (and so not in the synthetic data): " + "; ".join(
         f"**{c}** ({why})" for c, why in wb.domain.left_out), icon=":material/visibility_off:")
+schema_review_section(wb)
 
 st.markdown("**Edit a column**")
 col = st.selectbox("Column", list(wb.schema.names), key="edit_column")

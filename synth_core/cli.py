@@ -1,5 +1,5 @@
 """Command line: ``synth run`` (one release), ``synth sweep`` (many runs, resumable),
-``synth samples`` (bundled data)."""
+``synth samples`` (bundled data), ``synth schema infer`` (a schema proposed for review)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ EPILOG = """examples (release mode: no --seed; the files may be published):
             --epsilon 1 --delta 1e-9 --workload all-3way --rounds 30 \\
             --out synth.parquet --report report.json
   synth run --data table.csv --public-flag is_public --mechanism aim --epsilon 3 --out synth.csv
-  synth run --data table.csv --schema schema.json --drop-columns id,notes --mechanism aim --epsilon 1
+  synth run --data table.csv --schema schema.json --drop id,notes --mechanism aim --epsilon 1
+  synth run --data table.csv --numeric age --categorical zip --drop id --mechanism aim --epsilon 1
   synth run --data big.parquet --schema schema.json --backend duckdb --mechanism aim --epsilon 1
 
 research runs (for experiments only: --seed makes the noise regenerable, so their
@@ -91,10 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--max-input-mb", type=float, metavar="MB",
                      help="refuse a table file larger than MB once decompressed (default: "
                           "$SYNTH_MAX_INPUT_MB, else 2048)")
-    src.add_argument("--drop-columns", metavar="COL,COL,...",
+    src.add_argument("--drop", "--drop-columns", dest="drop_columns", metavar="COL,COL,...",
                      help="leave these columns of --data out of the run (the report lists "
                           "them). Without it, a column of --data that is not in the domain "
                           "(--schema, or the public rows' columns) is an error")
+    src.add_argument("--numeric", metavar="COL,COL,...",
+                     help="without --schema: read these columns' domain as numeric (bounds "
+                          "and bins), whatever their number of values")
+    src.add_argument("--categorical", metavar="COL,COL,...",
+                     help="without --schema: read these columns' domain as categories (every "
+                          "value), e.g. numeric codes such as zip or FIPS codes")
     src.add_argument("--schema", metavar="PATH",
                      help="declared schema (JSON: {\"columns\": [...]} or a Private-PGM domain "
                           "{\"col\": size}); without it the domain is read off the public rows, "
@@ -153,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_budget_arguments(run)
 
     sub.add_parser("samples", help="list the bundled sample datasets")
+    _add_schema_parser(sub)
 
     sweep = sub.add_parser(
         "sweep", help="run a sweep (datasets x mechanisms x epsilons x seeds), resumably",
@@ -199,6 +207,50 @@ examples:
   synth sweep sweep.toml --list               # which runs are done
   synth sweep sweep.toml --summary            # mean error per dataset, mechanism, epsilon
 """
+
+
+SCHEMA_EPILOG = """The schema is a DRAFT to review: every category list and bound read off the
+private table is a function of the private records that no mechanism protects.
+Replace the values of the columns listed in "review.read_off_private" with public
+knowledge (a code list, a known range), then delete the "review" block; while the
+block lists columns, 'synth run --schema' reports the domain as NOT privacy-protected.
+
+examples:
+  synth schema infer table.csv --out schema.json
+  synth schema infer private.csv --public public.csv --out schema.json
+  synth schema infer table.csv --categorical zip --numeric visits --drop notes --out schema.json
+  synth run --data table.csv --schema schema.json --drop id --mechanism aim --epsilon 1
+"""
+
+
+def _add_schema_parser(sub) -> None:
+    schema = sub.add_parser("schema", help="propose a schema to review (synth schema infer)")
+    actions = schema.add_subparsers(dest="schema_command", required=True)
+    infer = actions.add_parser(
+        "infer", help="propose a schema for a table, to review before a run",
+        description="Read a table (and public rows) and write a schema to review, in the format "
+                    "'synth run --schema' reads: a decision per column (numeric, categorical, "
+                    "left out) with the reason, likely identifiers proposed for leaving out, "
+                    "whole-number codes (zip, FIPS) proposed categorical. With --public the "
+                    "domain covers both tables' values and the review says which came from "
+                    "the private table only.",
+        epilog=SCHEMA_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    infer.add_argument("data", metavar="DATA", help="the private table (.csv, .csv.gz, .parquet)")
+    infer.add_argument("--public", metavar="PATH",
+                       help="public rows over the same columns: the domain covers their values too")
+    infer.add_argument("--out", metavar="PATH",
+                       help="write the schema (JSON) here (default: print it)")
+    infer.add_argument("--numeric", metavar="COL,COL,...", help="make these columns numeric")
+    infer.add_argument("--categorical", metavar="COL,COL,...",
+                       help="make these columns categorical (every value a category)")
+    infer.add_argument("--drop", metavar="COL,COL,...", help="leave these columns out")
+    infer.add_argument("--bins", type=int, default=32,
+                       help="bins of a numeric column; at most this many distinct numbers stay "
+                            "categorical (default: 32)")
+    infer.add_argument("--max-categories", type=int, default=100,
+                       help="a text column with more distinct values is left out (default: 100)")
+    infer.add_argument("--max-input-mb", type=float, metavar="MB",
+                       help="refuse a table file larger than MB once decompressed")
 
 
 def _add_budget_arguments(run) -> None:
@@ -302,6 +354,57 @@ def _parse_columns(value: str | None, flag: str = "--public-columns") -> tuple[s
     return cols
 
 
+def _run_domain_choices(args, data, public, schema, data_name):
+    """``--numeric``/``--categorical`` without a declared schema: the domain read
+    off the public rows (else the private table) with those kinds, and the data
+    loaded once for it. Returns (data, data name, schema)."""
+    numeric = _parse_columns(args.numeric, "--numeric")
+    categorical = _parse_columns(args.categorical, "--categorical")
+    if not numeric and not categorical:
+        return data, data_name, schema
+    from .errors import ConfigError
+    if schema is not None:
+        raise ConfigError("--numeric and --categorical choose the kinds of a domain read off "
+                          "data, but a declared schema (--schema, or the sample's) fixes every "
+                          "column's kind.",
+                          hint="Set the column's kind in the schema file, or leave --schema out.")
+    if args.backend != "memory":
+        raise ConfigError(f"--numeric and --categorical read the domain off data in memory; "
+                          f"--backend {args.backend} needs a declared schema.",
+                          hint="Write one with 'synth schema infer', review it, and pass --schema.")
+    from .schema_infer import domain_with_choices
+    frame, data_name = _frame(data, data_name)
+    drop = _parse_columns(args.drop_columns, "--drop-columns")
+    schema = domain_with_choices(frame, None if public is None else _frame(public, None)[0],
+                                 flag=args.public_flag, drop=drop, numeric=numeric,
+                                 categorical=categorical)
+    return frame, data_name, schema
+
+
+def _frame(table, name):
+    """(a DataFrame, its name): ``table`` itself, or the file it names loaded."""
+    import pandas as pd
+
+    from .tables import load_table
+    if isinstance(table, pd.DataFrame):
+        return table, name
+    return load_table(table), name or Path(table).name
+
+
+def _identifier_warnings(args, data, schema, data_name):
+    """Warnings for columns of a domain read off data that look like identifiers or
+    codes binned as numbers (memory backend; none with a declared schema)."""
+    if args.backend != "memory" or args.schema or getattr(schema, "source", None) == "declared":
+        return data, data_name
+    from .schema_infer import suspicious_columns
+    data, data_name = _frame(data, data_name)
+    skip = {args.public_flag, *_parse_columns(args.drop_columns, "--drop-columns")}
+    for message in suspicious_columns(data[[c for c in data.columns if c not in skip]],
+                                      schema, interface="cli"):
+        print(f"synth: warning: {message}", file=sys.stderr)
+    return data, data_name
+
+
 def _run(args) -> int:
     from .api import RunConfig, Synthesizer, check_outputs, load_sample
     from .tables import set_max_input_mb
@@ -346,6 +449,8 @@ def _run(args) -> int:
         f"({args.neighbours} DP), workload {args.workload}, {synth.config.run_mode} mode")
     public_columns = _parse_columns(args.public_columns, "--public-columns")
     drop_columns = _parse_columns(args.drop_columns, "--drop-columns")
+    data, data_name, schema = _run_domain_choices(args, data, public, schema, data_name)
+    data, data_name = _identifier_warnings(args, data, schema, data_name)
     budget, data, data_name = _budget_account(args, data, data_name)
     for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
                            public_columns=public_columns, data_name=data_name,
@@ -374,12 +479,65 @@ def _run(args) -> int:
         say(f"table's total budget ({budget.label}): {budget.left_text(args.delta)} left")
     if result.inputs.schema.source == "private":
         say("WARNING: the domain was read off the private data and is NOT privacy-protected; "
-            "declare a schema with --schema.")
+            + ("the schema file's 'review' block still lists columns read off the private data: "
+               "replace their values with public knowledge and delete the block."
+               if args.schema else "declare a schema with --schema ('synth schema infer' "
+                                   "proposes one to review)."))
     diag = result.curator_diagnostics()
     say(f"CURATOR-ONLY (not for release): workload error {diag.workload_error:.4f}")
     if args.diagnostics:
         say(f"wrote CURATOR-ONLY diagnostics (with the seed) to {args.diagnostics}")
     return 0
+
+
+def _schema(args) -> int:
+    """``synth schema infer``: the proposal written as a schema file, the review on stderr."""
+    import json
+
+    from .report import atomic_write_bytes
+    from .schema_infer import propose_schema, read_leading_zeros
+    from .tables import load_table, set_max_input_mb
+
+    set_max_input_mb(args.max_input_mb)
+    private = load_table(args.data)
+    public = load_table(args.public) if args.public else None
+    proposal = propose_schema(
+        private, public, numeric=_parse_columns(args.numeric, "--numeric"),
+        categorical=_parse_columns(args.categorical, "--categorical"),
+        drop=_parse_columns(args.drop, "--drop"), bins=args.bins,
+        max_categories=args.max_categories, leading_zeros=read_leading_zeros(args.data))
+    text = json.dumps(proposal.to_json("cli"), indent=2) + "\n"
+    if args.out:
+        atomic_write_bytes(Path(args.out), text.encode("utf-8"))
+    else:
+        sys.stdout.write(text)
+    for line in _review_lines(proposal, args):
+        print(line, file=sys.stderr)
+    return 0
+
+
+def _review_lines(proposal, args) -> list[str]:
+    """What ``synth schema infer`` tells the user on stderr: the warning, each
+    decision to check, the private-only values, and the run command."""
+    lines = []
+    if proposal.read_off_private:
+        lines.append("synth: WARNING: values read off the private table are in this schema "
+                     f"(columns {', '.join(proposal.read_off_private)}): they leak private "
+                     "information until you replace them with public knowledge and delete the "
+                     "'review' block.")
+    for name, note in proposal.notes("cli").items():
+        lines.append(f"synth: {name}: {note}")
+    for name, values in proposal.private_values.items():
+        shown = ", ".join(str(v) for v in values[:8]) + (" ..." if len(values) > 8 else "")
+        lines.append(f"synth: {name}: from the private table only: {shown}")
+    run = ["synth run --data", args.data]
+    if args.public:
+        run += ["--public", args.public]
+    run += ["--schema", args.out or "SCHEMA.json"]
+    if proposal.drops:
+        run += ["--drop", ",".join(proposal.drops)]
+    lines.append("synth: review it, then: " + " ".join(run) + " --mechanism ... --epsilon ...")
+    return lines
 
 
 def _samples() -> int:
@@ -440,9 +598,11 @@ def main(argv=None) -> int:
             return _run(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "schema":
+            return _schema(args)
         return _samples()
     except SynthError as exc:
-        print(f"synth: error: {exc}", file=sys.stderr)
+        print(f"synth: error: {exc.text('cli')}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. a disk that filled up while writing
         where = f" '{exc.filename}'" if exc.filename else ""

@@ -9,6 +9,11 @@ says how each column's values map to codes and back:
 * either kind may have one extra code, the last one, for missing values
   (NaN, None or an empty string).
 
+A numeric column decodes a code to a value drawn uniformly inside its bin:
+a whole number for an ``integer`` column, a multiple of ``10**-decimals``
+for a column with ``decimals`` (so synthetic values have the data's own
+precision), any real number otherwise.
+
 Domain privacy: category lists and bounds are an input of the mechanisms.
 This module does no privacy accounting; ``Schema.source`` records where the
 domain came from ("declared", "public" or "private") so that reports can say
@@ -38,8 +43,12 @@ SOURCES = ("declared", "public", "private")
 _MAX_EXAMPLES = 5
 _JSON_KEYS = {
     "categorical": ("name", "kind", "categories", "missing"),
-    "numeric": ("name", "kind", "lower", "upper", "bins", "missing", "integer"),
+    "numeric": ("name", "kind", "lower", "upper", "bins", "missing", "integer", "decimals"),
 }
+#: the most decimals a numeric column may declare
+MAX_DECIMALS = 12
+#: the optional top-level key of a schema file that ``synth schema infer`` writes
+REVIEW_KEY = "review"
 # Markers used while encoding a column, before the final codes are known.
 _IS_MISSING = -1
 _NOT_IN_SCHEMA = -2
@@ -56,6 +65,12 @@ class ColumnSpec:
     Leave it ``None`` to infer it: True when both bounds are ints (not
     floats) and every bin contains a whole number (always so when the bin
     width is at least 1). After construction it is always a bool.
+
+    ``decimals`` (non-integer numeric columns only) makes ``decode`` return
+    multiples of ``10**-decimals``: the value drawn in bin ``[a, b)`` is
+    ``k / 10**decimals`` for ``k`` uniform over the whole numbers in
+    ``[a * 10**decimals, b * 10**decimals)`` (a bin holding no such multiple
+    gets a uniform real draw). None: no rounding.
     """
 
     name: str
@@ -66,6 +81,7 @@ class ColumnSpec:
     bins: int | None = None
     missing: bool = False
     integer: bool | None = None
+    decimals: int | None = None
 
     def __post_init__(self):
         _check_column_name(self.name)
@@ -92,6 +108,8 @@ class ColumnSpec:
                            "Remove it, or set kind: numeric.")
         if self.integer:
             self._fail("'integer' applies to numeric columns only.")
+        if self.decimals is not None:
+            self._fail("'decimals' applies to numeric columns only.")
         object.__setattr__(self, "integer", False)
         cats = self.categories
         if cats is None or isinstance(cats, (str, bytes)) or not isinstance(cats, Iterable):
@@ -152,6 +170,19 @@ class ColumnSpec:
                        f"over [{self.lower}, {self.upper}] are narrower than 1.",
                        "Use fewer bins, or set integer: false.")
         object.__setattr__(self, "integer", bool(self.integer))
+        self._init_decimals()
+
+    def _init_decimals(self):
+        if self.decimals is None:
+            return
+        decimals = _plain(self.decimals)
+        if not _is_whole(decimals) or not 0 <= decimals <= MAX_DECIMALS:
+            self._fail(f"'decimals' must be a whole number from 0 to {MAX_DECIMALS}, "
+                       f"not {decimals!r}.")
+        if self.integer:
+            self._fail("'decimals' applies to non-integer columns; an integer column "
+                       "decodes to whole numbers.", "Remove 'decimals', or set integer: false.")
+        object.__setattr__(self, "decimals", int(decimals))
 
     # -- properties
 
@@ -198,6 +229,8 @@ class ColumnSpec:
                                   bins=self.bins).integer
             if self.integer != inferred:
                 out["integer"] = self.integer
+            if self.decimals is not None:
+                out["decimals"] = self.decimals
         return out
 
     @classmethod
@@ -317,22 +350,48 @@ class ColumnSpec:
             picked = np.where(present, codes, 0)
             values = rng.integers(low[picked], high[picked] + 1)
         else:
-            edges = self.bin_edges()
             picked = np.where(present, codes, 0)
-            lo, hi = edges[picked], edges[picked + 1]
-            values = lo + (hi - lo) * rng.random(len(codes))
-            # Keep draws inside half-open bins despite rounding (the last bin is closed).
-            spill = (values >= hi) & (picked < self.bins - 1)
-            values[spill] = np.nextafter(hi[spill], lo[spill])
+            values = self._uniform_draws(picked, rng)
+            if self.decimals is not None:
+                values = self._round_draws(picked, values, rng)
         if values.dtype.kind in "iu":
             if self.missing:
                 return pd.Series(pd.array(values, dtype="Int64")).mask(~present)
             return pd.Series(values.astype(np.int64))
         return pd.Series(np.where(present, values, np.nan).astype(float))
 
-    def _integer_ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        """Smallest and largest whole number of every bin (low > high if none)."""
+    def _uniform_draws(self, picked: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A real value uniform inside the bin of every code in ``picked``."""
         edges = self.bin_edges()
+        lo, hi = edges[picked], edges[picked + 1]
+        values = lo + (hi - lo) * rng.random(len(picked))
+        # Keep draws inside half-open bins despite rounding (the last bin is closed).
+        spill = (values >= hi) & (picked < self.bins - 1)
+        values[spill] = np.nextafter(hi[spill], lo[spill])
+        return values
+
+    def _round_draws(self, picked: np.ndarray, values: np.ndarray,
+                     rng: np.random.Generator) -> np.ndarray:
+        """Multiples of ``10**-decimals`` drawn uniformly inside each code's bin;
+        ``values`` (real draws) where a bin holds no multiple, or where the
+        decimal's nearest float falls outside the bin."""
+        scale = 10.0 ** self.decimals
+        low, high = self._integer_ranges(scale)
+        has = low[picked] <= high[picked]
+        out = values.copy()
+        if has.any():
+            k = rng.integers(low[picked][has], high[picked][has] + 1)
+            out[has] = k / scale
+        edges = self.bin_edges()
+        back = np.minimum(np.searchsorted(edges, out, side="right") - 1, self.bins - 1)
+        stray = back != picked
+        out[stray] = values[stray]
+        return out
+
+    def _integer_ranges(self, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """Smallest and largest whole number ``k`` with ``k / scale`` in every bin
+        (low > high if none); ``scale=1``: the bin's whole numbers."""
+        edges = self.bin_edges() * scale
         low = np.ceil(edges[:-1])
         high = np.ceil(edges[1:]) - 1
         high[-1] = np.floor(edges[-1])  # the last bin includes its upper edge
@@ -497,12 +556,29 @@ class Schema:
             raise SchemaError("a schema must be a JSON object.",
                               hint='Use {"columns": [...]} or a Private-PGM domain {"col": size}.')
         if isinstance(obj.get("columns"), list):
-            extra = [k for k in obj if k != "columns"]
+            extra = [k for k in obj if k not in ("columns", REVIEW_KEY)]
             if extra:
                 raise SchemaError(f"unknown top-level key(s) {_show_list(extra)}.",
-                                  hint='A schema file has only "columns".')
+                                  hint=f'A schema file has "columns" and, optionally, '
+                                       f'"{REVIEW_KEY}".')
+            if _unreviewed_private(obj.get(REVIEW_KEY)):
+                source = "private"
             return cls(tuple(ColumnSpec.from_json(c) for c in obj["columns"]), source=source)
         return cls(tuple(_domain_column(n, s) for n, s in obj.items()), source=source)
+
+
+def _unreviewed_private(review) -> list[str]:
+    """The columns a schema file's review block lists as read off the private
+    table (the file then still leaks them: its domain is not privacy-protected)."""
+    if review is None:
+        return []
+    if not isinstance(review, dict):
+        raise SchemaError(f"'{REVIEW_KEY}' must be a JSON object.",
+                          hint=f"Delete the '{REVIEW_KEY}' block once the schema is reviewed.")
+    names = review.get("read_off_private", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise SchemaError(f"'{REVIEW_KEY}.read_off_private' must be a list of column names.")
+    return names
 
 
 def _domain_column(name, size) -> ColumnSpec:
@@ -557,15 +633,18 @@ def load_schema(path) -> Schema:
 
 def infer_schema(df: pd.DataFrame, *, source: Literal["public", "private"],
                  max_categories: int = 100, bins: int = DEFAULT_BINS,
-                 numeric_columns: Iterable[str] | None = None) -> Schema:
+                 numeric_columns: Iterable[str] | None = None,
+                 categorical_columns: Iterable[str] | None = None) -> Schema:
     """Read a domain off a table.
 
     Numeric columns with more than ``max_categories`` distinct values, and
     every column in ``numeric_columns``, become numeric with the observed
-    min/max as bounds and ``bins`` bins; the rest become categorical with
-    their sorted distinct values. Columns with empty cells get a missing code.
-    ``source`` says whose data this is; "private" marks the domain as not
-    privacy-protected.
+    min/max as bounds and ``bins`` bins (``decimals``: the most decimals a
+    value has, up to 6); the rest, and every column in
+    ``categorical_columns`` whatever its number of values, become categorical
+    with their sorted distinct values. Columns with empty cells get a missing
+    code. ``source`` says whose data this is; "private" marks the domain as
+    not privacy-protected.
     """
     if source not in ("public", "private"):
         raise SchemaError(f"infer_schema source must be 'public' or 'private', not {source!r}.")
@@ -574,19 +653,34 @@ def infer_schema(df: pd.DataFrame, *, source: Literal["public", "private"],
     if len(df) == 0 or len(df.columns) == 0:
         raise DataError("cannot infer a schema from an empty table.",
                         hint="Load a table with at least one row, or declare a schema file.")
-    forced = list(numeric_columns or ())
-    unknown = [n for n in forced if n not in df.columns]
-    if unknown:
-        raise SchemaError(f"numeric_columns names unknown column(s) {_show_list(unknown)}.",
-                          hint=f"Known columns: {_show_list(df.columns)}.", column=unknown[0])
+    forced = _check_forced(df, numeric_columns, categorical_columns)
     columns = tuple(_infer_column(str(name), df[name], max_categories=max_categories,
-                                  bins=bins, force_numeric=name in forced)
+                                  bins=bins, force=forced.get(name))
                     for name in df.columns)
     return Schema(columns, source=source)
 
 
+def _check_forced(df: pd.DataFrame, numeric_columns, categorical_columns) -> dict[str, str]:
+    """Column -> the kind the caller chose for it; SchemaError for an unknown
+    column or one chosen both numeric and categorical."""
+    forced: dict[str, str] = {}
+    for kind, names in (("numeric", numeric_columns), ("categorical", categorical_columns)):
+        names = list(names or ())
+        unknown = [n for n in names if n not in df.columns]
+        if unknown:
+            raise SchemaError(f"the {kind} columns name unknown column(s) {_show_list(unknown)}.",
+                              hint=f"Known columns: {_show_list(df.columns)}.", column=unknown[0])
+        both = [n for n in names if forced.get(n, kind) != kind]
+        if both:
+            raise SchemaError(f"column(s) {_show_list(both)} chosen both numeric and "
+                              "categorical.", hint="Choose one kind for each column.",
+                              column=both[0])
+        forced.update(dict.fromkeys(names, kind))
+    return forced
+
+
 def _infer_column(name: str, values: pd.Series, *, max_categories: int, bins: int,
-                  force_numeric: bool) -> ColumnSpec:
+                  force: str | None = None) -> ColumnSpec:
     present = values.dropna()
     numeric_dtype = (pd.api.types.is_numeric_dtype(values.dtype)
                      and not pd.api.types.is_bool_dtype(values.dtype))
@@ -595,19 +689,23 @@ def _infer_column(name: str, values: pd.Series, *, max_categories: int, bins: in
     missing = len(present) < len(values)
     if len(present) == 0:
         raise SchemaError(f"column '{name}' has no values: every cell is empty.",
-                          hint="Drop the column, or declare it in a schema file.", column=name)
+                          hint=f"Drop the column ({{drop:{name}}}), or declare it in a schema "
+                               "file.", column=name)
     try:
         distinct = pd.unique(present.to_numpy())
     except TypeError:  # unhashable cells: lists, dicts, arrays
         raise _not_single_values(name, present) from None
-    if force_numeric or (numeric_dtype and len(distinct) > max_categories):
+    if force == "numeric" or (force is None and numeric_dtype and len(distinct) > max_categories):
         return _infer_numeric(name, present, bins=bins, missing=missing)
-    if len(distinct) > max_categories:
+    if force is None and len(distinct) > max_categories:
+        note = _looks_numeric_note(present)
+        numeric = (f"Empty those cells and declare it numeric with bins ({{numeric:{name}}}, or "
+                   "a schema file), or k" if note else "K")
         raise SchemaError(
             f"column '{name}' has {len(distinct):,} distinct values, more than "
-            f"max_categories={max_categories}{_looks_numeric_note(present)}.",
-            hint="Declare it numeric with bins (a schema file or numeric_columns), "
-                 "or drop the column.", column=name)
+            f"max_categories={max_categories}{note}.",
+            hint=f"{numeric}eep every value as a category ({{categorical:{name}}}), or drop the "
+                 f"column ({{drop:{name}}}).", column=name)
     if numeric_dtype:
         numbers_ = [_plain(v) for v in distinct]
         if all(float(v).is_integer() for v in numbers_):
@@ -638,7 +736,17 @@ def _infer_numeric(name: str, present: pd.Series, *, bins: int, missing: bool) -
         return ColumnSpec(name, "numeric", lower=int(lo), upper=int(hi), bins=bins,
                           missing=missing)
     return ColumnSpec(name, "numeric", lower=lo, upper=hi, bins=bins, missing=missing,
-                      integer=False)
+                      integer=False, decimals=decimals_of(x))
+
+
+def decimals_of(x: np.ndarray, most: int = 6) -> int | None:
+    """The fewest decimals ``d <= most`` that write every value of ``x``
+    (``round(v, d) == v`` up to float error), or None if more are needed."""
+    scale = np.maximum(np.abs(x), 1.0)
+    for d in range(most + 1):
+        if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * scale):
+            return d
+    return None
 
 
 def _not_single_values(name: str, values: pd.Series) -> DataError:

@@ -547,9 +547,9 @@ def check_no_column_lost(columns, schema: Schema, *, table_label: str,
     raise DataError(
         f"{table_label} has column(s) {_show_list(lost)} that are not in {where}; the "
         f"synthetic data would not have them.",
-        hint=("Add them to the schema (--schema) or to the public table, or drop them "
-              "explicitly with --drop-columns " + ",".join(lost)
-              + " (Python: drop_columns=[...]); the report then lists them as dropped."),
+        hint=(f"Add them to the schema ({{schema}}) or to the public table, or drop them "
+              f"explicitly with {{drop:{','.join(lost)}}}; the report then lists them as "
+              "dropped."),
         column=lost[0])
 
 

@@ -257,7 +257,7 @@ def test_a_column_missing_from_the_public_table_is_an_error(tmp_path, capsys):
                     "--report", str(tmp_path / "r.json"), "--quiet")
     assert code == 2
     err = capsys.readouterr().err
-    assert "'parch'" in err and "--drop-columns parch" in err and "public" in err
+    assert "'parch'" in err and "--drop parch" in err and "public" in err
     assert not (tmp_path / "s.csv").exists()
 
 
@@ -272,7 +272,7 @@ def test_a_partial_schema_is_an_error(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "'age'" in err and "'sibsp'" in err and "not in the schema" in err
-    assert "--drop-columns age,sibsp" in err
+    assert "--drop age,sibsp" in err
 
 
 def test_columns_are_dropped_only_when_asked_and_the_report_lists_them(tmp_path):

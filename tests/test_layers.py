@@ -17,7 +17,8 @@ module of synth_core, lowest layer first. A table passed to
      5 backend     backends.memory, backends.duckdb_backend, backends.spark_backend,
                    backends.counting (what the two engine backends share)
      4 contract    backends.base (the Backend and MarginalCounter protocols, FlagSummary)
-     3 tables      tables (loading files, public rows, column checks), backends.encoding
+     3 tables      tables (loading files, public rows, column checks), backends.encoding,
+                   schema_infer (a schema proposed for review)
      2 schema      schema (the domain: encoding and decoding values)
      1 counts      marginals, workload, privacy, model, evaluate
      0 foundation  errors, version, heap, runtime (process settings a run applies), inference,
@@ -49,7 +50,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "palette", "display"),
     1: ("marginals", "workload", "privacy", "model", "evaluate"),
     2: ("schema",),
-    3: ("tables", "backends.encoding"),
+    3: ("tables", "backends.encoding", "schema_infer"),
     4: ("backends.base",),
     5: ("backends.memory", "backends.duckdb_backend", "backends.spark_backend",
         "backends.counting"),

@@ -481,7 +481,8 @@ def test_infer_schema_too_many_categories():
         infer_schema(df, source="public")
     message = str(err.value)
     assert "column 'name' has 250 distinct values, more than max_categories=100" in message
-    assert "Declare it numeric with bins" in message and "drop the column" in message
+    assert "categorical_columns=['name']" in message and "drop_columns=['name']" in message
+    assert "numeric" not in message  # names are no numbers
 
 
 def test_infer_schema_points_at_text_in_a_numeric_looking_column():

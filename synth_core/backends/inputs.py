@@ -199,8 +199,11 @@ def _count_private(source: Backend, schema: Schema, flag: str | None) -> Margina
         return source.counter(schema, flag)
     except DataError as exc:
         if schema.source == "public":
-            raise DataError(exc.message, hint=(exc.hint or "") + " The domain was inferred from "
-                            "the public rows; declare a schema (--schema) that covers every value.",
+            before = exc.hint_template + " " if exc.hint_template else ""
+            raise DataError(exc.message, hint=before + "The domain was "
+                            "inferred from the public rows; declare a schema ({schema}) that "
+                            "covers every value: {infer} proposes one over both tables, to "
+                            "review.",
                             column=exc.column, path=exc.path) from exc
         raise
 

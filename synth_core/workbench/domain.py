@@ -120,6 +120,11 @@ class Domain:
         self.sample_schema = sample_schema
         self.left_out = list(left_out)
 
+    def use_reviewed(self, schema: Schema, left_out: Sequence[tuple[str, str]]) -> None:
+        """A proposed schema the user reviewed, with the columns it leaves out (and why)."""
+        self.use(schema, inferred=True)
+        self.left_out = list(left_out)
+
     @property
     def is_sample_schema(self) -> bool:
         """The bundled sample's declared schema, unedited."""

@@ -12,6 +12,7 @@ import pandas as pd
 from ..budget import table_fingerprint
 from ..errors import DataError, SynthError
 from ..schema import ColumnSpec, Schema, infer_schema
+from ..schema_infer import Proposal, propose_schema
 from ..tables import PublicRows
 from .command import arg
 from .public import PublicRowsChoice
@@ -82,6 +83,13 @@ class MemoryTable(TableSource):
 
     def public_rows(self, flag_column: str) -> pd.DataFrame:
         return PublicRows(flag_column=flag_column).split(self.frame)[1]
+
+    def propose_schema(self, public: pd.DataFrame | None, flag_column: str | None,
+                       **choices) -> Proposal:
+        """A schema proposed for review (:func:`~synth_core.schema_infer.propose_schema`)
+        off the private rows and ``public``; ``choices``: numeric, categorical, drop."""
+        columns = [c for c in self.columns if c != flag_column]
+        return propose_schema(self.private_rows(columns, flag_column), public, **choices)
 
     def count_flagged(self, flag_column: str) -> int:
         return len(self.public_rows(flag_column))

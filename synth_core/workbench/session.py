@@ -39,6 +39,7 @@ from ..mechanisms import MECHANISMS, make_mechanism
 from ..privacy import Neighbours, cdp_epsilon, rho_from_epsilon_delta
 from ..runner import RunWorker
 from ..schema import Schema, infer_schema
+from ..schema_infer import Proposal
 from ..tables import PublicInfo
 from ..whatif import PublicBasis
 from ..workload import Workload, parse_workload
@@ -77,7 +78,7 @@ class Workbench:
       ``has_data``, ``needs_domain``, ``out_of_core``, ``load_sample``,
       ``load_upload``, ``load_disk``;
     * the domain: ``load_schema_file``, ``infer_schema_from_public``,
-      ``update_column``, ``drop_column``;
+      ``propose_schema``, ``use_proposed_schema``, ``update_column``, ``drop_column``;
     * public information: ``public_summary``, ``set_public_table``,
       ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
       ``set_public_columns``, ``clear_public_rows``, ``public_proxy_errors``,
@@ -251,6 +252,28 @@ class Workbench:
         self.domain.use(schema, inferred=True)
         self._proxy_cache.clear()
 
+    def propose_schema(self, *, numeric: Sequence[str] = (), categorical: Sequence[str] = (),
+                       drop: Sequence[str] = ()) -> Proposal:
+        """A schema proposed for review off the table in memory and the public rows
+        (:mod:`synth_core.schema_infer`), with the user's choices of kinds."""
+        self._require_table()
+        if not isinstance(self.source, MemoryTable):
+            raise ConfigError("A proposed schema is read off a table in memory.",
+                              hint="Open the file with the Memory backend, or declare a schema.")
+        return self.source.propose_schema(self.public_rows_frame(), self.public.rows.flag_column,
+                                          numeric=numeric, categorical=categorical, drop=drop)
+
+    def use_proposed_schema(self, proposal: Proposal) -> None:
+        """Use a reviewed proposal (checked against the tables); the columns it
+        leaves out are listed as left out."""
+        schema = proposal.schema()
+        self._check_schema_fits(schema)
+        self.domain.use_reviewed(schema, [(n, "left out in the schema review")
+                                          for n in proposal.drops])
+        self.public = replace(self.public, columns=tuple(c for c in self.public.columns
+                                                         if c in schema.names))
+        self._proxy_cache.clear()
+
     def update_column(self, name: str, *, kind: str, categories: str | Sequence | None = None,
                       lower=None, upper=None, bins=None, missing: bool = False) -> None:
         """Replace one column's domain (see :meth:`Domain.edit_column`), checked
@@ -393,7 +416,12 @@ class Workbench:
         self.require_data()
         return {**self.source.run_data(), "schema": self.schema,
                 "public_columns": self.public.columns, "data_name": self.data_name,
-                **self.public.rows.run_kwargs()}
+                "drop_columns": self._left_out_columns(), **self.public.rows.run_kwargs()}
+
+    def _left_out_columns(self) -> tuple[str, ...]:
+        """Data columns not in the schema: a run leaves them out on request."""
+        flag = self.public.rows.flag_column
+        return tuple(c for c in self.data_columns if c not in self.schema.names and c != flag)
 
     def prepare(self):
         """Encode the tables (as a run would); raises SynthError on misfits."""
@@ -557,13 +585,15 @@ class Workbench:
         domain itself: a bundled sample's declared schema, or (without
         ``--schema``) the domain read off the public rows, else the private table."""
         cli_source = "public" if self.public.has_rows else "private"
+        left_out = self._left_out_columns()
+        drop = ("--drop", ",".join(left_out)) if left_out else ()
         if self.domain.is_sample_schema or self.domain.read_unedited_from(cli_source):
-            return (), ()
+            return drop, ()
         notes = ["schema.json: download it from the Release page"]
         if self.schema.source != "declared":
             notes.append(f"note: this domain was read off the {self.schema.source} data; "
                          "the CLI will record it as declared")
-        return ("--schema", "schema.json"), tuple(notes)
+        return ("--schema", "schema.json", *drop), tuple(notes)
 
     def _sample_public_name(self) -> str | None:
         """The file name of the bundled sample's public table, if it has one."""

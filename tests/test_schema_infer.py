@@ -1,0 +1,279 @@
+"""From a raw table to a run: ``synth schema infer``, the run's kind flags, and
+synthetic numbers at the data's own precision."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth_core.cli import main
+from synth_core.errors import SynthError, render_controls
+from synth_core.schema import ColumnSpec, Schema, infer_schema, load_schema
+from synth_core.schema_infer import propose_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = ("--rounds", "2", "--workload", "all-1way", "--fit-iters", "5", "--final-fit-iters", "5",
+        "--seed", "0", "--quiet")
+#: a set of zip codes, several with a leading zero
+ZIPS = ["02134", "02139", "01001", "10001", "60601", "94103", "02115", "02116", "02118", "02119",
+        "02120", "02121", "02122", "02124", "02125", "02126", "02127", "02128", "02129", "02130",
+        "02131", "02132", "02135", "02136", "02138", "02140", "02141", "02142", "02143", "02144",
+        "02145", "02148", "02149", "02150"]
+
+
+def raw_table(n: int = 240, seed: int = 0) -> pd.DataFrame:
+    """A downloaded table: a row number, zip codes, integer ages with blanks,
+    incomes with 2 decimals, a sex column and a score column mixing numbers and 'NA'."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 90, n).astype(float)
+    age[rng.random(n) < 0.1] = np.nan
+    return pd.DataFrame({
+        "row": np.arange(1, n + 1),
+        "zip": rng.choice(ZIPS, n),
+        "age": pd.array(age, dtype="Int64"),
+        "income": np.round(rng.normal(50, 10, n), 2),
+        "sex": rng.choice(["F", "M"], n),
+        "score": rng.choice(["1", "2", "3", "NA"], n),
+    })
+
+
+@pytest.fixture()
+def files(tmp_path):
+    """The raw table as one CSV, and split 90% private / 10% public."""
+    df = raw_table()
+    df.to_csv(tmp_path / "table.csv", index=False)
+    df.iloc[24:].to_csv(tmp_path / "private.csv", index=False)
+    df.iloc[:24].to_csv(tmp_path / "public.csv", index=False)
+    return tmp_path
+
+
+def infer(*args) -> int:
+    """``synth schema infer`` in this process (its stderr is read with capsys)."""
+    return main(["schema", "infer", *map(str, args)])
+
+
+# ---------------------------------------------------------------- synth schema infer
+
+
+def test_infer_proposes_a_reviewable_schema_for_a_raw_table(files, capsys):
+    out = files / "schema.json"
+    assert infer(files / "table.csv", "--out", out) == 0
+    err = capsys.readouterr().err
+    obj = json.loads(out.read_text())
+    review = obj["review"]
+    cols = {c["name"]: c for c in obj["columns"]}
+    # the row number is a likely identifier: proposed for leaving out, named with the CLI flag
+    assert review["proposed_drops"] == ["row"] and "row" not in cols
+    assert "--drop row" in review["notes"]["row"] and "--drop row" in err
+    # zip codes (leading zeros in the file) are categorical candidates, every code kept
+    assert review["flagged_codes"] == ["zip"]
+    assert cols["zip"]["kind"] == "categorical" and len(cols["zip"]["categories"]) == len(ZIPS)
+    assert "leading zeros" in review["notes"]["zip"]
+    # integer ages with blanks stay numeric, whole numbers, with a missing code
+    assert cols["age"]["kind"] == "numeric" and cols["age"]["missing"] is True
+    assert isinstance(cols["age"]["lower"], int)
+    assert load_schema(out).column("age").integer
+    # incomes keep their 2 decimals
+    assert cols["income"]["decimals"] == 2
+    # a column mixing numbers and text: a decision, and a note on how to make it numeric
+    assert cols["score"]["kind"] == "categorical"
+    assert set(cols["score"]["categories"]) == {"1", "2", "3", "NA"}
+    assert "'NA'" in review["notes"]["score"] and "--numeric score" in review["notes"]["score"]
+    # the leak warning: in the file and on stderr
+    assert "read off the private table" in review["warning"]
+    assert set(review["read_off_private"]) == {"zip", "age", "income", "sex", "score"}
+    assert "WARNING" in err and "--schema" in err
+
+
+def test_a_schema_with_its_review_block_is_not_privacy_protected(files):
+    out = files / "schema.json"
+    assert infer(files / "table.csv", "--out", out) == 0
+    assert load_schema(out).source == "private"
+    obj = json.loads(out.read_text())
+    del obj["review"]
+    out.write_text(json.dumps(obj))
+    assert load_schema(out).source == "declared"
+
+
+def test_infer_choices_override_the_proposal(files, capsys):
+    out = files / "schema.json"
+    assert infer(files / "table.csv", "--out", out, "--numeric", "zip", "--categorical", "row",
+                 "--drop", "score") == 0
+    cols = {c["name"]: c for c in json.loads(out.read_text())["columns"]}
+    assert cols["zip"]["kind"] == "numeric" and cols["row"]["kind"] == "categorical"
+    assert "score" not in cols
+    assert infer(files / "table.csv", "--numeric", "sex") == 2
+    assert "column 'sex' cannot be numeric" in capsys.readouterr().err
+    assert infer(files / "table.csv", "--numeric", "zip", "--drop", "zip") == 2
+    assert "chosen both" in capsys.readouterr().err
+
+
+def test_a_public_split_fits_the_union_schema_and_private_values_are_named(files, capsys):
+    out = files / "schema.json"
+    code = subprocess.run([sys.executable, "-m", "synth_core.cli", "schema", "infer",
+                           str(files / "private.csv"), "--public", str(files / "public.csv"),
+                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert code.returncode == 0, code.stderr
+    obj = json.loads(out.read_text())
+    private, public = pd.read_csv(files / "private.csv"), pd.read_csv(files / "public.csv")
+    only = obj["review"]["private_only_values"]
+    # the zip codes seen in the private table only are listed, and only those
+    assert set(only["zip"]) == set(private["zip"]) - set(public["zip"]) != set()
+    assert "from the private table only" in code.stderr
+    assert "sex" not in obj["review"]["read_off_private"]  # both sexes are in the public rows
+    # without the schema the run refuses the split and names the command that proposes one
+    args = ["run", "--data", str(files / "private.csv"), "--public", str(files / "public.csv"),
+            "--mechanism", "jam-pgm", *FAST, "--out", str(files / "s.csv"),
+            "--report", str(files / "r.json")]
+    assert main([*args, "--drop", "row"]) == 2
+    assert "synth schema infer DATA --public PUBLIC" in capsys.readouterr().err
+    # with it the run goes through
+    assert main([*args, "--schema", str(out), "--drop", "row"]) == 0
+    synthetic = pd.read_csv(files / "s.csv")
+    assert list(synthetic.columns) == ["zip", "age", "income", "sex", "score"]
+
+
+# ---------------------------------------------------------------- synth run flags
+
+
+def test_run_kind_flags_and_drop_alias(files, capsys):
+    out, report = files / "s.csv", files / "r.json"
+    base = ["run", "--data", str(files / "table.csv"), "--mechanism", "mwem-pgm", *FAST,
+            "--out", str(out), "--report", str(report)]
+    assert main([*base, "--categorical", "zip", "--numeric", "age", "--drop", "row"]) == 0
+    err = capsys.readouterr().err
+    synthetic = pd.read_csv(out, dtype={"zip": str})
+    assert "row" not in synthetic.columns
+    assert set(synthetic["zip"].dropna()) <= {z.lstrip("0") for z in ZIPS}
+    assert json.loads(report.read_text())["data"]["dropped_columns"] == ["row"]
+    assert "identifier" not in err
+    # the old spelling still works
+    assert main([*base, "--drop-columns", "score,row"]) == 0
+    assert pd.read_csv(out).columns.tolist() == ["zip", "age", "income", "sex"]
+
+
+def test_run_warnings_name_the_flag_that_changes_a_column(files, capsys):
+    assert main(["run", "--data", str(files / "table.csv"), "--mechanism", "mwem-pgm", *FAST,
+                 "--out", str(files / "s.csv"), "--report", str(files / "r.json")]) == 0
+    err = capsys.readouterr().err
+    assert "column 'row'" in err and "--drop row" in err
+    # integer ages read as one category per value
+    ages = pd.read_csv(files / "table.csv")["age"].nunique()
+    assert f"column 'age' becomes {ages} categories" in err and "--numeric age" in err
+
+
+def test_kind_flags_need_a_domain_read_off_data(files, capsys):
+    args = ["run", "--sample", "titanic", "--mechanism", "mwem-pgm", *FAST,
+            "--out", str(files / "s.csv"), "--report", str(files / "r.json")]
+    assert main([*args, "--numeric", "age"]) == 2
+    assert "declared schema" in capsys.readouterr().err
+    assert main(["run", "--data", str(files / "table.csv"), "--mechanism", "mwem-pgm", *FAST,
+                 "--numeric", "nope", "--out", str(files / "s.csv"),
+                 "--report", str(files / "r.json")]) == 2
+    assert "'nope'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- hints per front end
+
+
+def test_hints_name_the_control_of_the_front_end(files, capsys):
+    df = pd.DataFrame({"word": [f"w{i}" for i in range(150)] * 2})
+    with pytest.raises(SynthError) as api:
+        infer_schema(df, source="private")
+    assert "categorical_columns=['word']" in str(api.value)
+    assert "drop_columns=['word']" in str(api.value)
+    assert "--drop word" in api.value.text("cli") and "--categorical word" in api.value.text("cli")
+    assert "Data page" in api.value.text("app") and "--drop" not in api.value.text("app")
+    rendered = render_controls('{"columns": [...]} {drop:a,b}', "cli")
+    assert rendered == '{"columns": [...]} --drop a,b'
+    path = files / "words.csv"
+    df.assign(n=1).to_csv(path, index=False)
+    assert main(["run", "--data", str(path), "--out", str(files / "s.csv"),
+                 "--report", str(files / "r.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--categorical word" in err and "numeric_columns" not in err
+
+
+# ---------------------------------------------------------------- precision
+
+
+def test_numeric_columns_decode_at_the_data_precision():
+    spec = ColumnSpec("x", "numeric", lower=0.05, upper=99.95, bins=7, integer=False, decimals=2)
+    schema = Schema((spec,))
+    codes = pd.DataFrame({"x": np.arange(7).repeat(300)})
+    values = schema.decode(codes, np.random.default_rng(0))["x"].to_numpy()
+    assert np.all(np.round(values, 2) == values)                  # 2 decimals at most
+    assert np.array_equal(schema.encode(pd.DataFrame({"x": values}))["x"], codes["x"])
+    assert len(np.unique(values)) > 100                           # still spread in every bin
+    # a bin narrower than the precision keeps the real draw inside it
+    narrow = Schema((ColumnSpec("x", "numeric", lower=0.0, upper=0.001, bins=2, integer=False,
+                                decimals=2),))
+    drawn = narrow.decode(pd.DataFrame({"x": [0, 1] * 50}), np.random.default_rng(1))
+    assert np.array_equal(narrow.encode(drawn)["x"], np.array([0, 1] * 50))
+
+
+def test_decimals_are_read_off_the_data_and_checked():
+    schema = infer_schema(pd.DataFrame({"p": np.round(np.linspace(0, 10, 150), 1)}),
+                          source="public")
+    assert schema.column("p").decimals == 1
+    assert infer_schema(pd.DataFrame({"p": np.linspace(0, 1, 150) / 3}),
+                        source="public").column("p").decimals is None
+    with pytest.raises(Exception, match="decimals"):
+        ColumnSpec("i", "numeric", lower=0, upper=100, decimals=1)
+    with pytest.raises(Exception, match="decimals"):
+        ColumnSpec("c", "categorical", categories=("a",), decimals=1)
+
+
+def test_written_synthetic_numbers_have_the_data_precision(files):
+    out = files / "s.csv"
+    assert main(["run", "--data", str(files / "table.csv"), "--mechanism", "mwem-pgm", *FAST,
+                 "--drop", "row", "--out", str(out), "--report", str(files / "r.json")]) == 0
+    lines = out.read_text().splitlines()
+    header = lines[0].split(",")
+    cells = [line.split(",") for line in lines[1:]]
+    income = [c[header.index("income")] for c in cells]
+    age = [c[header.index("age")] for c in cells if c[header.index("age")]]
+    assert all(len(v.split(".")[1]) <= 2 for v in income if "." in v)
+    assert age and all(v.isdigit() for v in age)                  # integers stay integers
+
+
+# ---------------------------------------------------------------- proposal details
+
+
+def test_proposal_identifiers_need_enough_rows_and_floats_are_not_identifiers():
+    small = pd.DataFrame({"id": range(5), "x": ["a", "b", "a", "b", "a"]})
+    assert propose_schema(small).drops == ()
+    floats = pd.DataFrame({"w": np.random.default_rng(0).normal(size=200)})
+    proposal = propose_schema(floats)
+    assert proposal.drops == () and proposal.decision("w").spec.kind == "numeric"
+    text = pd.DataFrame({"name": [f"person {i}" for i in range(50)]})
+    assert propose_schema(text).drops == ("name",)
+
+
+def test_fixed_width_codes_are_flagged_and_quantities_are_not():
+    rng = np.random.default_rng(0)
+    codes = pd.DataFrame({"station": rng.choice(np.arange(100, 999, 7), 400),
+                          "height": rng.integers(40, 220, 400)})
+    proposal = propose_schema(codes)
+    assert proposal.codes == ("station",)
+    assert proposal.decision("height").spec.kind == "numeric"
+
+
+def test_a_run_domain_with_choices_reads_flagged_public_rows():
+    from synth_core.schema_infer import domain_with_choices, leading_zero_columns
+
+    df = raw_table().assign(is_public=lambda d: np.arange(len(d)) % 5 == 0)
+    schema = domain_with_choices(df, flag="is_public", drop=("row", "score"),
+                                 numeric=("age",), categorical=("zip",))
+    assert schema.source == "public" and schema.names == ("zip", "age", "income", "sex")
+    public_zips = set(df.loc[df.is_public, "zip"])
+    assert set(schema.column("zip").categories) == public_zips
+    assert schema.column("age").kind == "numeric"
+    text = pd.DataFrame({"zip": ["02134", "10001"], "n": ["7", "12"], "w": ["a", "0b"]})
+    assert leading_zero_columns(text) == ("zip",)
