@@ -3,9 +3,9 @@ the command that repeats the run. Nothing curator-only appears here."""
 
 import streamlit as st
 
+from app_pages import explain as notes, side_by_side
 from app_pages.common import PAGES, get_wb, show_error, show_flashes
 from synth_core.workbench import ledger_frame, measurements_frame
-from synth_core.uncertainty import bounds_frame
 
 wb = get_wb()
 st.title("Release")
@@ -55,6 +55,8 @@ st.markdown(f"**Public rows:** {pub['rows'] or 'none'}  \n**Public columns:** "
 
 st.subheader("Synthetic data (first 50 rows)")
 st.dataframe(run.result.synthetic.head(50), height=220)
+st.markdown("**Distribution of the synthetic data** (beside the public rows, when the run had them)")
+side_by_side.release_view(run, str(run.number))
 
 left, right = st.columns(2)
 with left:
@@ -71,7 +73,7 @@ if bounds.get("available"):
                "synthetic marginal is within this L1 distance of the true one, in counts and "
                "divided by n (AIM paper, section 5; docs/uncertainty.md). A marginal without a "
                "bound says why; public rows never count (their bias is unknown).")
-    st.dataframe(bounds_frame(report), hide_index=True)
+    notes.bounds_table(report)
 else:
     st.info(bounds.get("note", "No bounds in this report."), icon=":material/info:")
 

@@ -45,11 +45,16 @@ NO_INFORMATION = "no information (the bound is the largest possible error)"
 def number_notes(report: Mapping) -> dict[str, str]:
     """``{"epsilon", "delta", "rho", "neighbours"}`` -> a note with this run's figures."""
     p = report["privacy"]
-    eps, delta, rho, spent = p["epsilon"], p["delta"], p["rho"], p["rho_spent"]
     n = (report.get("data") or {}).get("n")
-    return {"epsilon": epsilon_note(eps, delta), "delta": delta_note(delta, n),
-            "rho": rho_note(rho, eps, delta, spent),
-            "neighbours": neighbours_note(p["neighbours"], n)}
+    return setting_notes(p["epsilon"], p["delta"], p["rho"], p["neighbours"], n, p["rho_spent"])
+
+
+def setting_notes(epsilon: float, delta: float, rho: float, neighbours: str, n: int | None,
+                  spent: float | None = None) -> dict[str, str]:
+    """The notes of :func:`number_notes` from the figures themselves (``spent``:
+    what a run spent, ``None`` before it ran)."""
+    return {"epsilon": epsilon_note(epsilon, delta), "delta": delta_note(delta, n),
+            "rho": rho_note(rho, epsilon, delta, spent), "neighbours": neighbours_note(neighbours, n)}
 
 
 def epsilon_note(epsilon: float, delta: float) -> str:
@@ -69,14 +74,17 @@ def delta_note(delta: float, n: int | None) -> str:
             f"far below 1/n, the chance of picking one record at random." + against)
 
 
-def rho_note(rho: float, epsilon: float, delta: float, spent: float) -> str:
+def rho_note(rho: float, epsilon: float, delta: float, spent: float | None = None) -> str:
     """``rho`` as the zCDP budget of ``(epsilon, delta)``, and what was spent of it."""
+    text = (f"ρ = {rho:.4g} is the zCDP budget equivalent to ε = {epsilon:g}, δ = {delta:g} "
+            f"(the largest ρ whose exact conversion gives at most that δ). Every selection and "
+            f"measurement is charged in ρ and the charges add up")
+    if spent is None:
+        return text + "; a run never spends more than ρ."
     eps_spent = cdp_epsilon(spent, delta) if spent > 0 else 0.0
     share = spent / rho if rho > 0 else 0.0
-    return (f"ρ = {rho:.4g} is the zCDP budget equivalent to ε = {epsilon:g}, δ = {delta:g} "
-            f"(the largest ρ whose exact conversion gives at most that δ). Every selection and "
-            f"measurement is charged in ρ and the charges add up: this run spent ρ = "
-            f"{spent:.4g} of {rho:.4g} ({share:.0%}), worth ε = {eps_spent:.3g} at this δ.")
+    return text + (f": this run spent ρ = {spent:.4g} of {rho:.4g} ({share:.0%}), worth "
+                   f"ε = {eps_spent:.3g} at this δ.")
 
 
 def neighbours_note(neighbours: str, n: int | None) -> str:
@@ -185,11 +193,11 @@ def unspent_note(events: Sequence[RoundEvent], total: float, spent: float) -> st
 
 # -- against the public rows alone -----------------------------------------------------------
 
-def workload_error_help(n_marginals: int) -> str:
-    """What the workload error is, on its 0-2 scale."""
+def workload_error_help(n_marginals: int, of: str = "the synthetic data") -> str:
+    """What the workload error of ``of`` is, on its 0-2 scale."""
     return (f"The average, over the workload's {n_marginals} marginals, of the L1 distance "
-            "between the real and the synthetic shares of each cell. 0 is a perfect match, 2 the "
-            "worst possible; half of it is the share of the probability mass in the wrong "
+            f"between the real shares of each cell and those of {of}. 0 is a perfect match, 2 "
+            "the worst possible; half of it is the share of the probability mass in the wrong "
             "cells (an error of 0.3 means 15%).")
 
 

@@ -4,8 +4,8 @@ A marginal ``M_r(X)`` (the counts of every combination of the values of the
 columns ``r``) is shown as shares ``M_r(X) / |X|``, one series per table:
 
 * ``real``: the private table. CURATOR-ONLY: exact, without noise; never in a
-  release (:func:`release_frame` has no real side, and :func:`check_no_real`
-  refuses any object that carries one);
+  release (``run_tables(result, real=False)`` leaves it out, and
+  :func:`check_no_real` refuses a view that carries it);
 * ``public``: the public rows, when the run had them;
 * ``synthetic``: the released synthetic records.
 
@@ -39,8 +39,6 @@ REAL, PUBLIC, SYNTHETIC = "real", "public", "synthetic"
 COLOURS = {REAL: "#555555", PUBLIC: "#1b9e77", SYNTHETIC: "#d95f02"}
 #: the most cells the chart draws (the cells with the largest shares in any series)
 MAX_CELLS = 40
-#: the key the real distribution would carry in a serialised object (never released)
-REAL_KEY = "real_distribution"
 
 
 def shares(counts: np.ndarray) -> np.ndarray:
@@ -97,27 +95,23 @@ def marginal_frame(schema: Schema, clique: Sequence[str], tables: Mapping[str, o
     return frame
 
 
-def release_frame(schema: Schema, clique: Sequence[str], synthetic, public=None,
-                  max_cells: int = MAX_CELLS) -> pd.DataFrame:
-    """The releasable view of ``clique``: the synthetic side (and the public rows',
-    which were public before the run); never the real distribution."""
-    return marginal_frame(schema, clique, {PUBLIC: public, SYNTHETIC: synthetic}, max_cells)
+def run_tables(result, *, real: bool = True) -> dict:
+    """The tables of a finished run (a ``RunResult``) by side: the private table
+    (only when ``real``; CURATOR-ONLY), the public rows when the run had them,
+    and the synthetic records."""
+    data = result.inputs.data
+    tables = {REAL: data.private} if real else {}
+    tables[PUBLIC] = data.public
+    tables[SYNTHETIC] = result.synthetic_table
+    return tables
 
 
-def check_no_real(obj, path: str = "release") -> None:
-    """ConfigError if ``obj`` (a frame, or nested dicts and lists) carries the real side."""
-    if isinstance(obj, pd.DataFrame):
-        if "table" in obj.columns and (obj["table"] == REAL).any():
-            raise ConfigError(f"Refusing to release {path}: it holds the real distribution.")
-        return
-    if isinstance(obj, Mapping):
-        for key, value in obj.items():
-            if key == REAL_KEY:
-                raise ConfigError(f"Refusing to release {path}.{key}: it is the real distribution.")
-            check_no_real(value, f"{path}.{key}")
-    elif isinstance(obj, (list, tuple)):
-        for i, value in enumerate(obj):
-            check_no_real(value, f"{path}[{i}]")
+def check_no_real(frame: pd.DataFrame, what: str = "this view") -> None:
+    """ConfigError if a :func:`marginal_frame` carries the real side (before it is shown
+    where only releasable values belong)."""
+    if (frame["table"] == REAL).any() or REAL in frame.attrs.get("full", {}):
+        raise ConfigError(f"Refusing to show {what}: it holds the real distribution.",
+                          hint="Build it with run_tables(result, real=False).")
 
 
 @dataclass(frozen=True)
