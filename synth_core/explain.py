@@ -170,6 +170,8 @@ def unspent_note(events: Sequence[RoundEvent], total: float, spent: float) -> st
         return None
     head = f"ρ = {left:.4g} of {total:.4g} ({left / total:.0%}) was left unspent."
     picks = public_rounds(events)
+    if spent == 0 and not picks:
+        return head + " The mechanism measured nothing from the private table, so it spent nothing."
     if not picks:
         return head + (" The mechanism stopped before using all of it (its stopping rule, or "
                        "the run was stopped); unspent budget is privacy not given away.")

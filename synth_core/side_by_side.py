@@ -131,7 +131,7 @@ class ErrorScale:
 
     def text(self) -> str:
         what = " × ".join(self.clique)
-        lines = [f"An L1 error of {self.l1:.2f} on {what} means {self.misplaced:.0%} of the "
+        lines = [f"An L1 error of {self.l1:.2f} on {what} means {self.misplaced:.1%} of the "
                  f"probability mass is in the wrong cells of the {self.against} data (L1 runs "
                  f"from 0, identical, to 2, no cell in common; the misplaced share is half "
                  f"of it)."]

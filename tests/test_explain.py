@@ -18,7 +18,7 @@ from synth_core.evaluate import marginal_error
 from synth_core.mechanisms.jam_pgm import JAM_SCORE_SENSITIVITY
 from synth_core.privacy import (Neighbours, ResearchNoise, cdp_epsilon,
                                 exponential_probabilities)
-from tiny_tables import FIT, PRIVATE, SCHEMA, SHIFTED_PUBLIC
+from tiny_tables import FIT, PRIVATE, PUBLIC, SCHEMA, SHIFTED_PUBLIC
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +130,15 @@ def test_no_unspent_note_when_everything_was_spent(mwem):
     assert "stopped before using all of it" in note
 
 
+def test_unspent_note_of_a_mechanism_that_reads_no_private_data():
+    result = Synthesizer("public-only", epsilon=1.0, seed=0).fit(PRIVATE, public=PUBLIC,
+                                                                 schema=SCHEMA)
+    assert result.ledger.spent == 0
+    note = explain.unspent_note(result.events, result.ledger.total, result.ledger.spent)
+    assert f"ρ = {result.ledger.total:.4g} of {result.ledger.total:.4g} (100%)" in note
+    assert "measured nothing from the private table" in note
+
+
 # -- privacy figures -----------------------------------------------------------------
 
 def test_number_notes_carry_this_runs_figures(jam, mwem):
@@ -220,7 +229,7 @@ def test_error_scale_is_the_workload_errors_l1_and_half_of_it_is_misplaced(jam):
     over = np.clip(q / q.sum() - p / p.sum(), 0, None).sum()   # mass where synthetic has too much
     assert scale.misplaced == pytest.approx(over)
     text = scale.text()
-    assert f"An L1 error of {scale.l1:.2f}" in text and f"{scale.misplaced:.0%} of the" in text
+    assert f"An L1 error of {scale.l1:.2f}" in text and f"{scale.misplaced:.1%} of the" in text
     public = sbs.error_scale(frame, sbs.PUBLIC)
     assert public.l1 == pytest.approx(marginal_error(jam.inputs.data.private,
                                                      jam.inputs.data.public, clique))
