@@ -18,13 +18,14 @@ def privacy_notes(notes: dict, title: str) -> None:
             st.markdown(f"**{NOTE_TITLES[key]}.** {text}")
 
 
-def settings_notes(s, n_rows: int | None) -> None:
-    """The notes for the settings of the next run (nothing spent yet)."""
+def settings_notes(s) -> None:
+    """The notes for the settings of the next run (nothing spent yet; n is known once
+    the run has split off any public rows)."""
     try:
         rho = rho_from_epsilon_delta(s.epsilon, s.delta)
     except Exception:  # noqa: BLE001 - the Start button reports bad settings
         return
-    privacy_notes(explain.setting_notes(s.epsilon, s.delta, rho, s.neighbours, n_rows),
+    privacy_notes(explain.setting_notes(s.epsilon, s.delta, rho, s.neighbours, None),
                   "What ε, δ, ρ and the neighbour relation mean here")
 
 

@@ -19,7 +19,7 @@ st.markdown(f"**{s.mechanism}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} ({s.
             f"workload `{s.workload}`; rounds "
             f"{s.rounds if s.rounds is not None else 'paper default'}; public: "
             f"{wb.public_summary()}; mode: {mode_text(s.run_mode, s.seed)}.")
-notes.settings_notes(s, wb.n_rows if s.neighbours == "bounded" else None)
+notes.settings_notes(s)
 try:
     secs, how = wb.estimate_seconds()
     st.caption(f"Rough run-time estimate: ~{secs:.0f} s ({how}). Change the settings on the "
