@@ -55,7 +55,7 @@ st.markdown(f"**Public rows:** {pub['rows'] or 'none'}  \n**Public columns:** "
 
 st.subheader("Synthetic data (first 50 rows)")
 st.dataframe(run.result.synthetic.head(50), height=220)
-st.markdown("**Distribution of the synthetic data** (beside the public rows, when the run had them)")
+st.markdown("**Distribution of the synthetic data** (beside the public rows, if any)")
 side_by_side.release_view(run, str(run.number))
 
 left, right = st.columns(2)

@@ -54,7 +54,8 @@ def setting_notes(epsilon: float, delta: float, rho: float, neighbours: str, n: 
     """The notes of :func:`number_notes` from the figures themselves (``spent``:
     what a run spent, ``None`` before it ran)."""
     return {"epsilon": epsilon_note(epsilon, delta), "delta": delta_note(delta, n),
-            "rho": rho_note(rho, epsilon, delta, spent), "neighbours": neighbours_note(neighbours, n)}
+            "rho": rho_note(rho, epsilon, delta, spent),
+            "neighbours": neighbours_note(neighbours, n)}
 
 
 def epsilon_note(epsilon: float, delta: float) -> str:

@@ -215,7 +215,8 @@ def test_marginal_frame_shares_and_counts_match_the_tables(jam, titanic):
     real = frame[frame["table"] == sbs.REAL]
     assert list(real["count"]) == list(expected.astype(float))
     labels = schema.column("sex").labels()
-    assert real["cell"].iloc[0] == f"sex={labels[0]}, survived={schema.column('survived').labels()[0]}"
+    survived = schema.column("survived").labels()
+    assert real["cell"].iloc[0] == f"sex={labels[0]}, survived={survived[0]}"
 
 
 def test_error_scale_is_the_workload_errors_l1_and_half_of_it_is_misplaced(jam):
