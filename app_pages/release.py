@@ -3,10 +3,10 @@ the command that repeats the run. Nothing curator-only appears here."""
 
 import streamlit as st
 
+from app_pages import explain as notes, side_by_side
 from app_pages.common import PAGES, get_wb, show_error, show_flashes
 from synth_core.workbench import ledger_frame, measurements_frame
 from synth_core.workbench.command import reproduce_notebook
-from synth_core.uncertainty import bounds_frame
 
 wb = get_wb()
 st.title("Release")
@@ -63,6 +63,8 @@ st.markdown(f"**Public rows:** {pub['rows'] or 'none'}  \n**Public columns:** "
 
 st.subheader("Synthetic data (first 50 rows)")
 st.dataframe(run.result.synthetic.head(50), height=220)
+st.markdown("**Distribution of the synthetic data** (beside the public rows, if any)")
+side_by_side.release_view(run, str(run.number))
 
 left, right = st.columns(2)
 with left:
@@ -79,7 +81,7 @@ if bounds.get("available"):
                "synthetic marginal is within this L1 distance of the true one, in counts and "
                "divided by n (AIM paper, section 5; docs/uncertainty.md). A marginal without a "
                "bound says why; public rows never count (their bias is unknown).")
-    st.dataframe(bounds_frame(report), hide_index=True)
+    notes.bounds_table(report)
 else:
     st.info(bounds.get("note", "No bounds in this report."), icon=":material/info:")
 

@@ -6,7 +6,9 @@ from app_pages.common import (CURATOR_PLOT, PAGES, attempt, budget_text, curator
                               data_page, mode_text, show_error)
 from synth_core import charts
 from synth_core.runner import FAILED, FINISHED, RUNNING, STOPPED
-from synth_core.workbench import candidates_frame, events_frame
+from synth_core.explain import pool_frame, workload_error_help
+from synth_core.workbench import events_frame
+from app_pages import explain as notes, side_by_side
 
 POLL_SECONDS = 0.7
 
@@ -17,6 +19,7 @@ st.markdown(f"**{s.mechanism}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} ({s.
             f"workload `{s.workload}`; rounds "
             f"{s.rounds if s.rounds is not None else 'paper default'}; public: "
             f"{wb.public_summary()}; mode: {mode_text(s.run_mode, s.seed)}.")
+notes.settings_notes(s)
 try:
     secs, how = wb.estimate_seconds()
     st.caption(f"Rough run-time estimate: ~{secs:.0f} s ({how}). Change the settings on the "
@@ -70,11 +73,12 @@ def show_rounds(events, status, planned, key):
                                 else f"round {r}")
             pick = latest if pick == "latest" else pick
             ev = next(e for e in selectable if e.round == pick)
-            table = candidates_frame(ev)
+            table = pool_frame(ev)
             n_pub = int((table["source"] == "public").sum())
             st.caption(f"{len(table)} candidates ({n_pub} public, {len(table) - n_pub} private); "
                        f"chosen: {' × '.join(ev.cliques[0])} ({ev.source}).")
             st.plotly_chart(charts.candidates_figure(table), key=f"pool_{key}", config=CURATOR_PLOT)
+            notes.pool_table(ev, table, f"{key}_{pick}")
 
 
 @st.fragment(run_every=POLL_SECONDS if wb.running else None)
@@ -122,11 +126,16 @@ elif wb.runs:
             diag = run.result.curator_diagnostics()
             proxy = run.result.public_proxy_error()
             m1, m2 = st.columns(2)
+            help_text = workload_error_help(len(run.result.workload.cliques))
             m1.metric("Workload error of the synthetic data (curator-only)",
-                      f"{diag.workload_error:.4f}")
+                      f"{diag.workload_error:.4f}", help=help_text)
             if proxy is not None:
                 m2.metric("Public proxy error, the public rows alone (curator-only)",
-                          f"{proxy:.4f}")
+                          f"{proxy:.4f}", help=workload_error_help(
+                              len(run.result.workload.cliques), "the public rows"))
+            notes.baseline(run, diag.workload_error, proxy)
+        side_by_side.curator_view(run, f"run{run.number}")
+        notes.run_notes(run)
     show_rounds(run.events, run.status, run.events[-1].rounds_planned if run.events else None,
                 f"run{run.number}")
 else:

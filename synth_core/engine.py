@@ -80,6 +80,10 @@ class CuratorScores:
     candidates: tuple[Candidate, ...]
     scores: tuple[float, ...]
     chosen: int
+    #: the selection's score sensitivity (``None``: not an exponential-mechanism round)
+    sensitivity: float | None = None
+    #: what a private pick would have cost to measure (a public pick spends none of it)
+    rho_measure_planned: float | None = None
 
     def to_json(self) -> dict:
         return {
@@ -406,7 +410,8 @@ class Engine(RunLoop):
             m = self._measure(chosen, st.round, plan.noise_std, plan.fit_stddev, plan.rho_measure)
             self.last_selection = (st.round, plan, tuple(pool), chosen, before)
             rho_meas = plan.rho_measure if chosen.source == PRIVATE else 0.0
-            curator = CuratorScores(tuple(pool), tuple(float(s) for s in scores), idx)
+            curator = CuratorScores(tuple(pool), tuple(float(s) for s in scores), idx,
+                                    plan.sensitivity, plan.rho_measure)
             yield self.event(round=st.round, cliques=[chosen.clique], source=chosen.source,
                              sigma=m.noise_std if chosen.source == PRIVATE else None,
                              epsilon=plan.epsilon, rho_select=rho_select, rho_measure=rho_meas,

@@ -8,7 +8,8 @@ module of synth_core, lowest layer first. A table passed to
     10 apps        cli, disk_table, the workbench package (a session composed of a table
                    source, the public-information choice and the compare, what-if and
                    budget services)
-     9 services    runner, whatif, experiments, audit (privacy audits of the mechanisms)
+     9 services    runner, whatif, experiments, audit (privacy audits of the mechanisms),
+                   explain, side_by_side (notes on a run's numbers; real, public, synthetic)
      8 api         api (Synthesizer: configure, prepare the inputs, dispatch, report)
      7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget,
                    notebook (live progress, Altair figures, the repeat notebook)
@@ -60,7 +61,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",
         "mechanisms.vjam_pgm", "uncertainty", "report", "budget", "notebook"),
     8: ("api",),
-    9: ("runner", "whatif", "experiments", "audit"),
+    9: ("runner", "whatif", "experiments", "audit", "explain", "side_by_side"),
     10: ("cli", "disk_table", "workbench", "workbench.background", "workbench.budget",
          "workbench.catalog", "workbench.command", "workbench.compare", "workbench.disk",
          "workbench.domain", "workbench.memory", "workbench.public", "workbench.runs",
