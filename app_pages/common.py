@@ -166,13 +166,20 @@ def data_page(title: str) -> Workbench:
     return wb
 
 
+#: how the sidebar names a split of the loaded table into private and public rows
+SPLIT_LABEL = {"flag": "Under the flag column", "filter": "Under the public-row filter"}
+
+
 def sidebar(wb: Workbench) -> None:
     with st.sidebar:
         st.markdown("### Session")
         if wb.has_data:
+            split = wb.private_public_counts()
             st.markdown(f"**Data:** `{wb.data_name}`  \n{wb.n_rows:,} rows × "
                         f"{len(wb.schema.names)} columns"
-                        + (" (on disk, counted by DuckDB)" if wb.out_of_core else ""))
+                        + (" (on disk, counted by DuckDB)" if wb.out_of_core else "")
+                        + (f"  \n{SPLIT_LABEL[wb.public.kind]}: **{split[0]:,} private**, "
+                           f"{split[1]:,} public rows" if split else ""))
             src = wb.schema.source
             text = DOMAIN_SOURCE_TEXT[src]
             if src == "private":
@@ -186,7 +193,7 @@ def sidebar(wb: Workbench) -> None:
         else:
             st.markdown("**Data:** none loaded")
         s = wb.settings
-        st.markdown(f"**Mechanism:** {s.mechanism}  \n**ε = {s.epsilon:g}, δ = {s.delta:g}** "
+        st.markdown(f"**Mechanism:** {wb.mechanism_title()}  \n**ε = {s.epsilon:g}, δ = {s.delta:g}** "
                     f"({s.neighbours})  \n**Workload:** `{s.workload}`  \n"
                     f"**Mode:** {s.run_mode}" + (f" (seed {s.seed})" if s.seed is not None else ""))
         try:

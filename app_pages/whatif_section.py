@@ -60,6 +60,13 @@ def whatif_section(wb) -> None:
             st.progress(done / max(1, total),
                         text=f"stand-in run {done + 1} of {total}: {cur.get('mechanism', '…')} "
                              f"at ε = {cur.get('epsilon', 0):g}, seed {cur.get('seed', 0)}")
+        was = wb.what_if_stale()
+        if was is not None:   # its basis is gone: the curves are not shown
+            st.warning(f"The last what-if was based on public information that is no longer "
+                       f"marked ({was}); its curves are out of date and not shown. Press "
+                       "**Start what-if** for a preview from what is marked now "
+                       f"({wb.public_summary()}).", icon=":material/update:")
+            return
         show_curves(wb.whatif.curves())
 
     live()

@@ -404,7 +404,9 @@ def test_workload_page_offers_every_mechanism_and_its_parameters():
     from synth_core.mechanisms import MECHANISMS
     at = go(load_titanic(new_app()), "app_pages/workload.py")
     wb = at.session_state["wb"]
-    assert at.selectbox(key="mechanism").options == list(MECHANISMS)
+    box = at.selectbox(key="mechanism")
+    names = [k for k in box.options if "Conditional" not in k]
+    assert len(names) == len(MECHANISMS)
     for name in MECHANISMS:
         at.selectbox(key="mechanism").set_value(name).run()
         assert not at.exception and not errors(at), name
@@ -417,11 +419,12 @@ def test_workload_page_offers_every_mechanism_and_its_parameters():
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
     assert wb.settings.options == {"alpha": 0.7}     # refused, unchanged
     assert errors(at) and "alpha" in errors(at)[0]
-    # on/off options are checkboxes: conditional generation for AIM
-    at.selectbox(key="mechanism").set_value("aim").run()
-    box = at.checkbox(key="opt_aim_conditional")
-    assert box.value is False and "public values" in box.help
-    box.check()
+    # conditional generation is an entry of the list, not an option box
+    go(at, "app_pages/public.py")
+    at.multiselect(key="public_columns").set_value(["sex"]).run()
+    go(at, "app_pages/workload.py")
+    at.selectbox(key="mechanism").set_value("aim+conditional").run()
+    assert "opt_aim_conditional" not in {c.key for c in at.checkbox}
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
     assert not errors(at)
     assert wb.settings.mechanism == "aim" and wb.settings.options == {"conditional": True}

@@ -82,7 +82,9 @@ class Capabilities:
     (what it is for: sweeps give it the dataset's public columns by default).
     ``public_columns_variant``: for a mechanism with ``NO``, the one to choose
     instead (the refusal's hint). ``conditional``: it can generate conditionally
-    on public columns (option ``conditional``). ``neighbours``: the neighbour
+    on public columns (option ``conditional``); ``public_columns_conditional_only``:
+    it takes public columns only to generate conditionally (a run with them and
+    without ``conditional`` is refused). ``neighbours``: the neighbour
     relations it is defined under (its run refuses the others with ConfigError
     when it starts). ``releases``: :data:`PGM_MODEL` (it fits a
     Private-PGM model in the :class:`~synth_core.engine.Engine`),
@@ -95,6 +97,7 @@ class Capabilities:
     public_columns: str = NO
     public_columns_variant: str = ""
     conditional: bool = False
+    public_columns_conditional_only: bool = False
     neighbours: tuple[str, ...] = (BOUNDED, UNBOUNDED)
     releases: str = PGM_MODEL
     zero_budget: bool = False
@@ -108,6 +111,18 @@ class Capabilities:
     @property
     def uses_public_columns(self) -> bool:
         return self.public_columns != NO
+
+    @property
+    def needs_public_rows(self) -> bool:
+        """Whether a run without public rows is refused: every mechanism that
+        reads public rows is built on them (its candidates, support or release
+        come from them)."""
+        return self.public_rows
+
+    @property
+    def needs_public_columns(self) -> bool:
+        """Whether public columns are what it is for (:data:`REQUIRED`)."""
+        return self.public_columns == REQUIRED
 
     @property
     def own_rounds(self) -> bool:
@@ -193,6 +208,8 @@ class Mechanism(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: how the pages and reports name it for people ("JAM-PGM"); the registry name if empty
+    title: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
     options: ClassVar[tuple[Option, ...]] = ()
     #: how the report names the selection step
@@ -206,6 +223,13 @@ class Mechanism(ABC):
     #: the public-column side of a mechanism that takes public columns
     #: (:class:`~synth_core.conditional.ConditionalSetup`); ``None`` otherwise
     vertical: ConditionalSetup | None = None
+
+    @classmethod
+    def display_name(cls, conditional: bool = False) -> str:
+        """The mechanism's name for people, ``Conditional <title>`` for its
+        conditional-generation variant."""
+        title = cls.title or cls.name
+        return f"Conditional {title}" if conditional else title
 
     # -- declared options ---------------------------------------------------------
 

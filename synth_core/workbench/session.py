@@ -51,6 +51,7 @@ from .memory import MemoryTable
 from .public import FilteredRows, FlaggedRows, NoPublicRows, PublicChoice, PublicTable
 from .runs import FinishedRun, PendingRun, estimate_seconds, release_files
 from .domain import Domain
+from .guide import ChoiceFit, choice_fit, choice_of, mechanism_title
 from .source import TableSource
 from .uploads import parse_schema_upload, read_upload
 from .what_if import (DEFAULT_ASSUMED_N, WhatIfRequest, WhatIfService, check_choice,
@@ -280,6 +281,15 @@ class Workbench:
     def public_summary(self) -> str:
         return self.public.summary(self.source)
 
+    def private_public_counts(self) -> tuple[int, int] | None:
+        """(private rows, public rows) of the loaded table when its public rows
+        are rows of it (a flag column or a row filter): a run synthesises the
+        private ones only. None when the public rows are not part of the table."""
+        if self.source is None or not self.public.splits_private:
+            return None
+        public = self.source.count_flagged(self.public.rows.flag_column)
+        return self.n_rows - public, public
+
     def clear_public_rows(self) -> None:
         self.require_data()
         self._clear_rows()
@@ -415,8 +425,29 @@ class Workbench:
             parse_workload(s.workload, self.schema.names)
         if s.seed is not None and (s.seed < 0 or s.seed >= 2 ** 63):
             raise ConfigError(f"The seed must be a whole number from 0 to 2^63-1, got {s.seed}.")
+        options = s.mechanism_options()
+        if not self.mechanism_fit(s).available:
+            # refused with this public information (mechanism_fit says why; a run
+            # refuses to start): only the options it declares are checked
+            MECHANISMS[s.mechanism].check_options(options)
+            return
+        if self.public.columns and supports_public_columns(s.mechanism):
+            options["public_columns"] = tuple(self.public.columns)
         # the mechanism checks its own parameters (as Synthesizer.run will build it)
-        make_mechanism(s.mechanism, **s.mechanism_options())
+        make_mechanism(s.mechanism, **options)
+
+    def mechanism_fit(self, s: RunSettings | None = None) -> ChoiceFit:
+        """How the settings' mechanism (or its conditional variant) fits the
+        public information marked and the neighbour relation
+        (:mod:`~synth_core.workbench.guide`)."""
+        s = s or self.settings
+        return choice_fit(choice_of(s.mechanism, s.options), public_rows=self.public.has_rows,
+                          public_columns=bool(self.public.columns), neighbours=s.neighbours)
+
+    def mechanism_title(self, s: RunSettings | None = None) -> str:
+        """The full name of the settings' mechanism ("Conditional AIM")."""
+        s = s or self.settings
+        return mechanism_title(s.mechanism, s.options)
 
     def workload(self) -> Workload:
         self.require_data()
@@ -478,9 +509,13 @@ class Workbench:
         self._refuse_if_busy()
         self.collect()
         s = self.settings
+        fit = self.mechanism_fit(s)
+        if not fit.available:
+            raise ConfigError(f"{fit.choice.title} cannot run with this public information: "
+                              f"{fit.refusal}.", hint=fit.reason)
         self.validate_settings(s)
         synth = self._synthesizer(s)
-        label = f"{s.mechanism}, ε={s.epsilon:g} on {self.data_name}"
+        label = f"{self.mechanism_title(s)}, ε={s.epsilon:g} on {self.data_name}"
         kwargs = self.run_kwargs()
         # charged to the table's account before the run reads the data; settled when it ends
         held = self.budget.reserve(self._fingerprint(), s.epsilon, s.delta, label, s.mechanism)
@@ -626,6 +661,11 @@ class Workbench:
             out.insert(1 if has_rows else 0, "public-columns-fit")
         return out
 
+    def what_if_stale(self) -> str | None:
+        """The public information the latest what-if was based on, when it is no
+        longer what is marked (its curves are then out of date); None otherwise."""
+        return self.whatif.stale(self.public_summary())
+
     def _what_if_basis(self, assumed_n: int | None = None) -> PublicBasis:
         """The public information a what-if may use. The private table contributes
         only its row count, and only under bounded DP (where it is public)."""
@@ -669,5 +709,6 @@ class Workbench:
                    "settings": what_if_settings(self.settings)}
         assumed = assumed_n if self.what_if_needs_assumed_n() else None
         keys = {m: what_if_key(context, m, epsilons, seeds, standin, assumed) for m in mechanisms}
-        request = WhatIfRequest(tuple(mechanisms), tuple(epsilons), int(seeds), standin, keys)
+        request = WhatIfRequest(tuple(mechanisms), tuple(epsilons), int(seeds), standin, keys,
+                                public=self.public_summary())
         return self.whatif.start(basis, self.settings, request, self.loads)
