@@ -155,6 +155,8 @@ class Option:
                 return False
             raise ConfigError(f"Option {self.name} is on/off, got {text!r}.",
                               hint=f"Use {self.name}=true or {self.name}=false.")
+        if self.type is tuple:
+            return self._parse_list(text)
         if self.type in (int, float):
             try:
                 return int(text) if self.type is int else float(text)
@@ -162,6 +164,16 @@ class Option:
                 raise ConfigError(f"Option {self.name} takes a{'n integer' if self.type is int else ' number'}"
                                   f", got {text!r}.", hint=f"{self.name}: {self.help}") from None
         return text
+
+
+    def _parse_list(self, text: str) -> tuple:
+        """``a,b`` as a tuple: of integers when every item is one (``16,16`` ->
+        ``(16, 16)``, as the API takes it), else of the stripped items."""
+        items = tuple(t.strip() for t in text.split(","))
+        try:
+            return tuple(int(t) for t in items)
+        except ValueError:
+            return items
 
 
 #: the option every mechanism that uses public columns declares

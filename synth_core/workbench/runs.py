@@ -127,9 +127,9 @@ NO_NOISE = "public: no noise"
 def noise_text(sigma: float | None, source: str) -> str:
     """A noise std as the round and measurement tables show it: the number, or
     :data:`NO_NOISE` for a public measurement (measured exactly)."""
-    if sigma is not None:
-        return f"{sigma:.4g}"
-    return NO_NOISE if str(source).startswith("public") else "-"
+    if str(source).startswith("public") and not sigma:
+        return NO_NOISE
+    return "-" if sigma is None else f"{sigma:.4g}"
 
 
 def events_frame(events) -> pd.DataFrame:
