@@ -6,8 +6,8 @@ data; every comparison run spends privacy budget on the private data.
 
 import streamlit as st
 
-from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_error,
-                              show_finished_worker)
+from app_pages.common import (CURATOR_PLOT, curator_header, data_page, mechanism_label,
+                              show_error, show_finished_worker)
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes
@@ -32,7 +32,7 @@ if wb.public.kind == "none":
     default_mechs = [m for m in default_mechs if not MECHANISMS[m].capabilities.public_rows] or ["aim"]
 with st.form("compare_form"):
     mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
-                           key="cmp_mechs")
+                           format_func=mechanism_label, key="cmp_mechs")
     eps = st.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
                          key="cmp_eps")
     seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import show_error, show_finished_worker
+from app_pages.common import mechanism_label, show_error, show_finished_worker
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.whatif import STANDINS
@@ -29,7 +29,7 @@ def whatif_section(wb) -> None:
                            horizontal=True, key="wi_standin_" + "-".join(standins))
         c1, c2, c3 = st.columns([2, 2, 1])
         mechs = c1.multiselect("Mechanisms", list(MECHANISMS), default=[wb.settings.mechanism],
-                               key="wi_mechs")
+                               format_func=mechanism_label, key="wi_mechs")
         eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
                              key="wi_eps")
         seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")

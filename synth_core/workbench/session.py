@@ -66,7 +66,7 @@ class Workbench:
     The surface (what ``app.py`` and ``app_pages/*.py`` use):
 
     * parts and state: ``source``, ``public`` (a PublicChoice: ``public.kind``,
-      ``public.columns``, ``public.rows``), ``settings``, ``schema``,
+      ``public.columns``, ``public.rows``, ``public.has_rows``), ``settings``, ``schema``,
       ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
       ``domain.table()``, ``domain.json_bytes()``), ``target``,
       ``loads``, ``messages``, ``runs``, ``worker``, ``compare``
@@ -79,18 +79,20 @@ class Workbench:
       ``load_upload``, ``load_disk``;
     * the domain: ``load_schema_file``, ``infer_schema_from_public``,
       ``update_column``, ``drop_column``;
-    * public information: ``public_summary``, ``set_public_table``,
+    * public information: ``public_summary``, ``private_public_counts``, ``set_public_table``,
       ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
       ``set_public_columns``, ``clear_public_rows``, ``public_proxy_errors``,
       ``public_reference_error``;
-    * settings and budget: ``update_settings``, ``workload``,
+    * settings and budget: ``update_settings``, ``mechanism_fit`` (the guided
+      list's verdict on the settings' mechanism), ``mechanism_title``, ``workload``,
       ``planned_rounds``, ``estimate_seconds``, ``budget_summary``,
       ``dataset_budget``, ``set_dataset_budget``;
     * runs and release: ``start_run``, ``stop_run``, ``running``, ``collect``,
       ``run_by_number``, ``release_files``;
     * comparison: ``compare_jobs``, ``start_compare``, ``compare_results``,
       ``compare_store``;
-    * what-if: ``what_if_standins``, ``what_if_needs_assumed_n``, ``start_what_if``.
+    * what-if: ``what_if_standins``, ``what_if_needs_assumed_n``, ``start_what_if``,
+      ``what_if_stale``.
 
     Public beyond the pages (the release's ``reproduce.sh``, the tests):
     ``reproduce_command``, ``run_kwargs``, ``prepare``, ``public_rows_frame``,
