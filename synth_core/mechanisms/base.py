@@ -4,6 +4,8 @@ Every mechanism is a subclass of :class:`Mechanism` (through one of its two
 loop protocols) that declares, as class attributes:
 
 * ``name``: the registry name (CLI ``--mechanism``, API, reports, charts);
+* ``title``: its name for people on the workbench's pages ("JAM-PGM"; the
+  conditional variant reads "Conditional <title>");
 * ``capabilities``: a :class:`Capabilities` record (public rows, public
   columns no / optional / required, conditional generation, neighbour
   relations, what it releases, whether it spends budget);
