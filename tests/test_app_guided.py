@@ -135,6 +135,7 @@ def refused_at_start(key: str, rows: bool, columns: bool) -> tuple[bool, list[st
 CHEAP = [k for k in KEYS if not k.startswith(("gem", "vgem"))]
 
 
+@pytest.mark.filterwarnings("ignore::synth_core.api.RunWarning")   # read from the result
 @pytest.mark.parametrize("state", list(STATES))
 def test_unavailable_entries_are_those_a_run_refuses(state):
     """An entry a run refuses is marked unavailable; one marked unavailable that
