@@ -199,8 +199,9 @@ def sidebar(wb: Workbench) -> None:
         else:
             st.markdown("**Data:** none loaded")
         s = wb.settings
-        st.markdown(f"**Mechanism:** {wb.mechanism_title()}  \n**ε = {s.epsilon:g}, δ = {s.delta:g}** "
-                    f"({s.neighbours})  \n**Workload:** `{s.workload}`  \n"
+        st.markdown(f"**Mechanism:** {wb.mechanism_title()}  \n"
+                    f"**ε = {s.epsilon:g}, δ = {s.delta:g}** ({s.neighbours})  \n"
+                    f"**Workload:** `{s.workload}`  \n"
                     f"**Mode:** {s.run_mode}" + (f" (seed {s.seed})" if s.seed is not None else ""))
         try:
             b = wb.budget_summary()

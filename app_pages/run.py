@@ -13,8 +13,8 @@ POLL_SECONDS = 0.7
 wb = data_page("Run")
 s = wb.settings
 
-st.markdown(f"**{wb.mechanism_title()}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} ({s.neighbours}); "
-            f"workload `{s.workload}`; rounds "
+st.markdown(f"**{wb.mechanism_title()}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} "
+            f"({s.neighbours}); workload `{s.workload}`; rounds "
             f"{s.rounds if s.rounds is not None else 'paper default'}; public: "
             f"{wb.public_summary()}; mode: {mode_text(s.run_mode, s.seed)}.")
 try:

@@ -8,9 +8,8 @@ from app_pages.common import (MODE_LABELS, PAGES, attempt, data_page, flash, sho
                               sync_widgets)
 from app_pages.whatif_section import whatif_section
 from synth_core.mechanisms import MECHANISMS
-from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, choice_by_key, choice_of,
-                                  guided_choices, mechanism_description, mechanism_parameters,
-                                  workload_spec)
+from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, choice_of, guided_choices,
+                                  mechanism_description, mechanism_parameters, workload_spec)
 
 wb = data_page("Workload and budget")
 s = wb.settings
@@ -189,7 +188,7 @@ if saved:
         flash("Settings saved.")
         st.rerun()
 else:
-    if choice_key != saved_choice:
+    if choice_key != saved_choice and fit.available:
         st.caption(f"Press *Save settings* to switch to {choice.title}.")
     if run_mode != s.run_mode or (run_mode == "research" and int(seed) != s.seed):
         st.caption(f"Press *Save settings* to switch to {run_mode} mode"

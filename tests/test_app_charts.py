@@ -53,8 +53,8 @@ def test_compare_figure_has_clean_log_ticks(epsilons):
 
 
 def event(rnd: int, source: str, sigma: float | None) -> RoundEvent:
-    return RoundEvent(mechanism="jam-pgm", round=rnd, rounds_planned=30, cliques=(("a", "b"),), source=source,
-                      sigma=sigma, epsilon=None, rho_select=0.0,
+    return RoundEvent(mechanism="jam-pgm", round=rnd, rounds_planned=30, cliques=(("a", "b"),),
+                      source=source, sigma=sigma, epsilon=None, rho_select=0.0,
                       rho_measure=0.0 if sigma is None else 0.001, rho_spent=0.001 * rnd,
                       rho_total=0.05, model_size_mb=0.0123 * rnd, seconds=0.1,
                       n_candidates=10, note="")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_app_pages import errors, go, load_titanic, new_app, sidebar_text, texts, wait_for_run
+from test_app_pages import (errors, go, load_titanic, new_app, sidebar_text, texts,
+                            wait_for_run)
 from synth_core.errors import ConfigError
 from synth_core.mechanisms import MECHANISMS
 from synth_core.workbench import Workbench, guided_choices, mechanism_choices

@@ -79,8 +79,8 @@ def choice_by_key(key: str) -> MechanismChoice:
 
 def choice_of(mechanism: str, options: Mapping[str, Any]) -> MechanismChoice:
     """The list entry of a run's mechanism and options."""
-    conditional = bool(options.get("conditional")) and MECHANISMS[mechanism].capabilities.conditional
-    return MechanismChoice(mechanism, conditional)
+    caps = MECHANISMS[mechanism].capabilities
+    return MechanismChoice(mechanism, caps.conditional and bool(options.get("conditional")))
 
 
 def mechanism_title(mechanism: str, options: Mapping[str, Any]) -> str:

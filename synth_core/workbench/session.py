@@ -66,8 +66,8 @@ class Workbench:
     The surface (what ``app.py`` and ``app_pages/*.py`` use):
 
     * parts and state: ``source``, ``public`` (a PublicChoice: ``public.kind``,
-      ``public.columns``, ``public.rows``, ``public.has_rows``), ``settings``, ``schema``,
-      ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
+      ``public.columns``, ``public.rows``, ``public.has_rows``), ``settings``,
+      ``schema``, ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
       ``domain.table()``, ``domain.json_bytes()``), ``target``,
       ``loads``, ``messages``, ``runs``, ``worker``, ``compare``
       (``compare.worker``, ``compare.running``, ``compare.runs``,
@@ -79,8 +79,8 @@ class Workbench:
       ``load_upload``, ``load_disk``;
     * the domain: ``load_schema_file``, ``infer_schema_from_public``,
       ``update_column``, ``drop_column``;
-    * public information: ``public_summary``, ``private_public_counts``, ``set_public_table``,
-      ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
+    * public information: ``public_summary``, ``private_public_counts``,
+      ``set_public_table``, ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
       ``set_public_columns``, ``clear_public_rows``, ``public_proxy_errors``,
       ``public_reference_error``;
     * settings and budget: ``update_settings``, ``mechanism_fit`` (the guided
