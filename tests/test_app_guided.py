@@ -109,7 +109,8 @@ def test_guide_follows_the_declared_capabilities():
         assert got == UNAVAILABLE[state], state
 
 
-def refused_at_start(key: str, rows: bool, columns: bool) -> tuple[bool, list[str]]:
+def refused_at_start(key: str, rows: bool, columns: bool,
+                     neighbours: str = "bounded") -> tuple[bool, list[str]]:
     """Whether the mechanism's own run refuses entry ``key`` with this public
     information (bypassing the guide), and the run's warnings when it ran."""
     from synth_core.workbench import choice_by_key
@@ -122,7 +123,7 @@ def refused_at_start(key: str, rows: bool, columns: bool) -> tuple[bool, list[st
         wb.set_public_columns(["sex", "pclass"])
     settings = wb.settings.__class__(choice.mechanism, rounds=8 if key.startswith("aim") else 2,
                                      seed=0, fit_iters=5, final_fit_iters=5, workload="all-2way",
-                                     options=choice.options({}))
+                                     neighbours=neighbours, options=choice.options({}))
     try:
         synth = wb._synthesizer(settings)
         kwargs = wb.run_kwargs()
@@ -150,6 +151,22 @@ def test_unavailable_entries_are_those_a_run_refuses(state):
             assert key in UNAVAILABLE[state], (state, key)
         elif key in UNAVAILABLE[state]:
             assert any("without public columns" in w for w in warnings), (state, key, warnings)
+
+
+@pytest.mark.filterwarnings("ignore::synth_core.api.RunWarning")
+def test_entries_refused_under_unbounded_neighbours_are_marked():
+    """Under unbounded DP, with public information each entry fits: an entry is
+    marked unavailable exactly when its run refuses (bounded-only mechanisms,
+    and conditional generation, whose records keep their public values)."""
+    for key in CHEAP:
+        state = next(s for s in STATES if key not in UNAVAILABLE[s])
+        rows, columns = STATES[state]
+        fits = {f.choice.key: f for f in guided_choices(public_rows=rows, public_columns=columns,
+                                                        neighbours="unbounded")}
+        refused, _ = refused_at_start(key, rows, columns, "unbounded")
+        assert refused == (not fits[key].available), (key, state)
+        if refused:
+            assert "Neighbouring datasets" in fits[key].reason
 
 
 def test_run_page_explains_aim_with_public_columns_before_start():

@@ -86,7 +86,9 @@ class Capabilities:
     instead (the refusal's hint). ``conditional``: it can generate conditionally
     on public columns (option ``conditional``); ``public_columns_conditional_only``:
     it takes public columns only to generate conditionally (a run with them and
-    without ``conditional`` is refused). ``neighbours``: the neighbour
+    without ``conditional`` is refused); ``conditional_neighbours``: the neighbour
+    relations of conditional generation (bounded: every record keeps its public
+    values, so ``n`` is public). ``neighbours``: the neighbour
     relations it is defined under (its run refuses the others with ConfigError
     when it starts). ``releases``: :data:`PGM_MODEL` (it fits a
     Private-PGM model in the :class:`~synth_core.engine.Engine`),
@@ -100,6 +102,7 @@ class Capabilities:
     public_columns_variant: str = ""
     conditional: bool = False
     public_columns_conditional_only: bool = False
+    conditional_neighbours: tuple[str, ...] = (BOUNDED,)
     neighbours: tuple[str, ...] = (BOUNDED, UNBOUNDED)
     releases: str = PGM_MODEL
     zero_budget: bool = False

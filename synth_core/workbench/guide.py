@@ -11,7 +11,8 @@ nothing else:
 * public columns marked, ``public_columns_conditional_only`` and not the
   conditional variant: refused (the conditional variant is the way);
 * ``needs_public_columns`` or the conditional variant, and no public columns: refused;
-* the run's neighbour relation not among ``neighbours``: refused.
+* the run's neighbour relation not among ``neighbours`` (``conditional_neighbours``
+  for a conditional variant): refused.
 
 The reasons name the control on the workbench's pages that changes the
 verdict, never a command-line flag.
@@ -149,8 +150,9 @@ def _refusal(choice: MechanismChoice, rows: bool, columns: bool,
         return ("needs public columns",
                 f"{title} is built on public columns: mark them under Public columns on "
                 f"{PUBLIC_PAGE}.")
-    if neighbours is not None and neighbours not in caps.neighbours:
-        allowed = " or ".join(caps.neighbours)
+    relations = caps.conditional_neighbours if choice.conditional else caps.neighbours
+    if neighbours is not None and neighbours not in relations:
+        allowed = " or ".join(relations)
         return (f"{allowed} neighbours only",
                 f"{title} is defined for {allowed} neighbouring datasets only: choose "
                 f"{allowed} under Neighbouring datasets on the Workload and budget page.")
