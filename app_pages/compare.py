@@ -91,8 +91,12 @@ with st.container(border=True):
         ref = wb.public_reference_error()
     except Exception:  # noqa: BLE001
         ref = None
-    st.plotly_chart(charts.compare_figure(results, ref), key="cmp_fig", config=CURATOR_PLOT)
-    st.dataframe(charts.compare_summary(results), hide_index=True)
+    labels = {m: mechanism_label(m) for m in MECHANISMS}
+    st.plotly_chart(charts.compare_figure(results, ref, labels), key="cmp_fig",
+                    config=CURATOR_PLOT)
+    summary = charts.compare_summary(results)
+    named = summary["mechanism"].map(lambda m: labels.get(m, m))
+    st.dataframe(summary.assign(mechanism=named), hide_index=True)
     failed = results[results["status"] == "failed"]
     if len(failed):
         st.caption(f"{len(failed)} run(s) failed: " + "; ".join(
@@ -102,8 +106,8 @@ with st.container(border=True):
         grid = sorted(marginals["epsilon"].astype(float).unique())
         at = st.select_slider("Per-marginal view at epsilon", grid, value=grid[-1],
                               key="cmp_marg_eps")
-        st.plotly_chart(charts.per_marginal_figure(marginals, at), key="cmp_marg_fig",
-                        config=CURATOR_PLOT)
+        st.plotly_chart(charts.per_marginal_figure(marginals, at, labels=labels),
+                        key="cmp_marg_fig", config=CURATOR_PLOT)
     store = wb.compare_store()
     st.caption(f"Saved in `{store.root}` (one file per run; `synth sweep` uses the same store "
                "format).")

@@ -79,7 +79,8 @@ def show_curves(curves) -> None:
         return
     shown = [c for c in curves if c.points]
     if shown:
-        st.plotly_chart(charts.whatif_figure(shown), key="wi_fig")
+        st.plotly_chart(charts.whatif_figure(shown, {c.mechanism: mechanism_label(c.mechanism)
+                                                     for c in shown}), key="wi_fig")
         if not all(c.complete for c in shown):
             st.caption("Hollow markers are estimates (no run yet); filled markers are measured "
                        "by a stand-in run.")

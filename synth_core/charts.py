@@ -9,7 +9,7 @@ none of them imports Streamlit.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -208,9 +208,16 @@ def compare_summary(results: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["mechanism", "epsilon"], ignore_index=True)
 
 
-def compare_figure(results: pd.DataFrame, reference: float | None = None) -> go.Figure:
+def _named(labels: Mapping[str, str] | None, name: str) -> str:
+    """A mechanism's name for a legend: ``labels[name]`` when given, else ``name``."""
+    return (labels or {}).get(name, name)
+
+
+def compare_figure(results: pd.DataFrame, reference: float | None = None,
+                   labels: Mapping[str, str] | None = None) -> go.Figure:
     """CURATOR-ONLY: workload error against epsilon (log x), error bars over seeds,
-    and the public rows alone as a reference line."""
+    and the public rows alone as a reference line. ``labels`` names the
+    mechanisms in the legend (registry name -> full name)."""
     summary = compare_summary(results)
     names = sorted(summary["mechanism"].unique()) if len(summary) else []
     fig = go.Figure()
@@ -218,12 +225,13 @@ def compare_figure(results: pd.DataFrame, reference: float | None = None) -> go.
         t = summary[summary["mechanism"] == name]
         color = mechanism_color(name, names)
         fig.add_trace(go.Scatter(
-            x=t["epsilon"], y=t["mean"], mode="lines+markers", name=name,
+            x=t["epsilon"], y=t["mean"], mode="lines+markers", name=_named(labels, name),
             error_y=dict(type="data", array=t["std"], visible=True),
             line=dict(color=color, dash="dot" if name == "public-only" else "solid"),
             marker=dict(color=color, size=8),
             customdata=t["runs"],
-            hovertemplate=f"{name}: ε=%{{x:g}}, error %{{y:.4f}} (%{{customdata}} runs)<extra></extra>"))
+            hovertemplate=f"{_named(labels, name)}: ε=%{{x:g}}, error %{{y:.4f}} "
+                          "(%{customdata} runs)<extra></extra>"))
     if reference is not None:
         fig.add_hline(y=reference, line=dict(color=PUBLIC_COLOR, dash="dash"),
                       annotation_text="public rows alone", annotation_position="top left")
@@ -232,7 +240,8 @@ def compare_figure(results: pd.DataFrame, reference: float | None = None) -> go.
     return _layout(fig, "CURATOR-ONLY workload error against epsilon", height=420)
 
 
-def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) -> go.Figure:
+def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20,
+                        labels: Mapping[str, str] | None = None) -> go.Figure:
     """CURATOR-ONLY: mean error per workload marginal and mechanism at one epsilon."""
     t = marginals[marginals["epsilon"].astype(float) == float(epsilon)]
     mean = t.groupby(["marginal", "mechanism"])["error"].mean().reset_index()
@@ -243,7 +252,7 @@ def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) 
     fig = go.Figure()
     for name in names:
         m = mean[mean["mechanism"] == name].set_index("marginal").reindex(worst[::-1])
-        fig.add_trace(go.Bar(x=m["error"], y=m.index, orientation="h", name=name,
+        fig.add_trace(go.Bar(x=m["error"], y=m.index, orientation="h", name=_named(labels, name),
                              marker_color=mechanism_color(name, names)))
     fig.update_layout(barmode="group")
     fig.update_xaxes(title="error of the marginal (L1 of normalised marginals)")
@@ -252,7 +261,7 @@ def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) 
                    height=max(320, 90 + 14 * len(worst) * max(1, len(names))))
 
 
-def whatif_figure(curves: Sequence) -> go.Figure:
+def whatif_figure(curves: Sequence, labels: Mapping[str, str] | None = None) -> go.Figure:
     """Predicted workload error against epsilon (log x) of what-if curves
     (:class:`~synth_core.whatif.WhatIfCurve`). Per mechanism: a dotted line
     through all points; ``measured`` points (stand-in runs) as filled diamonds
@@ -282,9 +291,11 @@ def whatif_figure(curves: Sequence) -> go.Figure:
                             arrayminus=[p.mean - p.low for p in pts])
             fig.add_trace(go.Scatter(
                 x=[p.epsilon for p in pts], y=[p.mean for p in pts], mode="markers",
-                name=f"{c.mechanism}: {label}", legendgroup=c.mechanism, error_y=bars,
+                name=f"{_named(labels, c.mechanism)}: {label}", legendgroup=c.mechanism,
+                error_y=bars,
                 marker=dict(color=color, **marker),
-                hovertemplate=f"{c.mechanism}: ε=%{{x:g}}, {kind} error %{{y:.4f}}<extra></extra>"))
+                hovertemplate=f"{_named(labels, c.mechanism)}: ε=%{{x:g}}, {kind} error "
+                              "%{y:.4f}<extra></extra>"))
     _log_epsilon_axis(fig, [p.epsilon for c in curves for p in c.points])
     fig.update_yaxes(title="predicted workload error (measured: mean, min-max over seeds)",
                      rangemode="tozero")

@@ -52,6 +52,16 @@ def test_compare_figure_has_clean_log_ticks(epsilons):
     assert min(axis.tickvals) <= min(epsilons) and max(axis.tickvals) >= max(epsilons)
 
 
+def test_compare_legend_names_the_full_mechanism():
+    results = compare_results([0.1, 1.0])
+    labels = {"aim": "AIM", "public-only": "Public-only baseline"}
+    fig = charts.compare_figure(results, labels=labels)
+    assert [t.name for t in fig.data] == ["AIM", "Public-only baseline"]
+    assert fig.data[0].hovertemplate.startswith("AIM: ")
+    assert fig.data[1].line.dash == "dot"          # the baseline keeps its line style
+    assert [t.name for t in charts.compare_figure(results).data] == ["aim", "public-only"]
+
+
 def event(rnd: int, source: str, sigma: float | None) -> RoundEvent:
     return RoundEvent(mechanism="jam-pgm", round=rnd, rounds_planned=30, cliques=(("a", "b"),),
                       source=source, sigma=sigma, epsilon=None, rho_select=0.0,
