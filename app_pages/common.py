@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages.sessions import session_workbench
 from synth_core.errors import SynthError
+from synth_core.mechanisms import MECHANISMS
 from synth_core.privacy import cdp_epsilon
 from synth_core.runner import FAILED, STOPPED
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, Workbench
@@ -32,6 +33,11 @@ MODE_LABELS = {
     "release": "Release (discrete Gaussian from OpenDP, secure randomness, not reproducible)",
     "research": "Research (seeded, continuous Gaussian, reproducible)",
 }
+
+
+def mechanism_label(name: str) -> str:
+    """A registered mechanism's full name for a list ("JAM-PGM")."""
+    return MECHANISMS[name].display_name()
 
 
 def mode_text(mode: str, seed) -> str:
@@ -166,13 +172,20 @@ def data_page(title: str) -> Workbench:
     return wb
 
 
+#: how the sidebar names a split of the loaded table into private and public rows
+SPLIT_LABEL = {"flag": "Under the flag column", "filter": "Under the public-row filter"}
+
+
 def sidebar(wb: Workbench) -> None:
     with st.sidebar:
         st.markdown("### Session")
         if wb.has_data:
+            split = wb.private_public_counts()
             st.markdown(f"**Data:** `{wb.data_name}`  \n{wb.n_rows:,} rows × "
                         f"{len(wb.schema.names)} columns"
-                        + (" (on disk, counted by DuckDB)" if wb.out_of_core else ""))
+                        + (" (on disk, counted by DuckDB)" if wb.out_of_core else "")
+                        + (f"  \n{SPLIT_LABEL[wb.public.kind]}: **{split[0]:,} private**, "
+                           f"{split[1]:,} public rows" if split else ""))
             src = wb.schema.source
             text = DOMAIN_SOURCE_TEXT[src]
             if src == "private":
@@ -186,8 +199,9 @@ def sidebar(wb: Workbench) -> None:
         else:
             st.markdown("**Data:** none loaded")
         s = wb.settings
-        st.markdown(f"**Mechanism:** {s.mechanism}  \n**ε = {s.epsilon:g}, δ = {s.delta:g}** "
-                    f"({s.neighbours})  \n**Workload:** `{s.workload}`  \n"
+        st.markdown(f"**Mechanism:** {wb.mechanism_title()}  \n"
+                    f"**ε = {s.epsilon:g}, δ = {s.delta:g}** ({s.neighbours})  \n"
+                    f"**Workload:** `{s.workload}`  \n"
                     f"**Mode:** {s.run_mode}" + (f" (seed {s.seed})" if s.seed is not None else ""))
         try:
             b = wb.budget_summary()

@@ -6,8 +6,8 @@ data; every comparison run spends privacy budget on the private data.
 
 import streamlit as st
 
-from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_error,
-                              show_finished_worker)
+from app_pages.common import (CURATOR_PLOT, curator_header, data_page, mechanism_label,
+                              show_error, show_finished_worker)
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes
@@ -32,7 +32,7 @@ if wb.public.kind == "none":
     default_mechs = [m for m in default_mechs if not MECHANISMS[m].capabilities.public_rows] or ["aim"]
 with st.form("compare_form"):
     mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
-                           key="cmp_mechs")
+                           format_func=mechanism_label, key="cmp_mechs")
     eps = st.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
                          key="cmp_eps")
     seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2,
@@ -91,8 +91,12 @@ with st.container(border=True):
         ref = wb.public_reference_error()
     except Exception:  # noqa: BLE001
         ref = None
-    st.plotly_chart(charts.compare_figure(results, ref), key="cmp_fig", config=CURATOR_PLOT)
-    st.dataframe(charts.compare_summary(results), hide_index=True)
+    labels = {m: mechanism_label(m) for m in MECHANISMS}
+    st.plotly_chart(charts.compare_figure(results, ref, labels), key="cmp_fig",
+                    config=CURATOR_PLOT)
+    summary = charts.compare_summary(results)
+    named = summary["mechanism"].map(lambda m: labels.get(m, m))
+    st.dataframe(summary.assign(mechanism=named), hide_index=True)
     failed = results[results["status"] == "failed"]
     if len(failed):
         st.caption(f"{len(failed)} run(s) failed: " + "; ".join(
@@ -102,8 +106,8 @@ with st.container(border=True):
         grid = sorted(marginals["epsilon"].astype(float).unique())
         at = st.select_slider("Per-marginal view at epsilon", grid, value=grid[-1],
                               key="cmp_marg_eps")
-        st.plotly_chart(charts.per_marginal_figure(marginals, at), key="cmp_marg_fig",
-                        config=CURATOR_PLOT)
+        st.plotly_chart(charts.per_marginal_figure(marginals, at, labels=labels),
+                        key="cmp_marg_fig", config=CURATOR_PLOT)
     store = wb.compare_store()
     st.caption(f"Saved in `{store.root}` (one file per run; `synth sweep` uses the same store "
                "format).")

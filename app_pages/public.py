@@ -6,7 +6,6 @@ import streamlit as st
 from app_pages.common import (CURATOR_PLOT, PAGES, attempt, curator_header, data_page, flash,
                               show_error, sync_widgets)
 from synth_core import charts
-from synth_core.workbench import supports_public_columns
 
 wb = data_page("Public information")
 
@@ -23,10 +22,9 @@ mode = st.radio("Where the public rows come from", list(modes), format_func=mode
                 index=list(modes).index(wb.public.kind), horizontal=True, key="public_mode")
 
 if mode == "none":
-    if wb.public.kind != "none" and st.button("Remove the public rows", key="clear_public"):
-        if attempt(wb.clear_public_rows):
-            flash("Public rows removed.")
-            st.rerun()
+    if wb.public.kind != "none" and attempt(wb.clear_public_rows):   # choosing it takes effect
+        flash("Public rows removed: no row is public now.")
+        st.rerun()
 elif mode == "table":
     if wb.public.kind == "table":
         table = wb.public.rows
@@ -59,10 +57,18 @@ elif wb.out_of_core:
             "the file and use **A true/false column of the loaded table**.",
             icon=":material/info:")
 else:
-    cols = wb.schema.names
-    fcol = st.selectbox("Column", cols, key="filter_column")
+    cols = list(wb.schema.names)
+    active = wb.public.rows if wb.public.kind == "filter" else None
+    shown = {"filter_column": active.column if active and active.column in cols else cols[0],
+             "filter_values": [str(v) for v in active.values] if active else []}
+    sync_widgets("public_filter", (wb.loads, wb.public.rows), shown)   # the active filter
+    fcol = st.selectbox("Column", cols, index=cols.index(shown["filter_column"]),
+                        key="filter_column")
     values = sorted(wb.data[fcol].dropna().astype(str).unique().tolist())[:500]
-    fvals = st.multiselect("Rows with one of these values are public", values, key="filter_values")
+    kept = [v for v in st.session_state.get("filter_values", []) if v in values]
+    st.session_state["filter_values"] = kept    # values of another column are not options
+    fvals = st.multiselect("Rows with one of these values are public", values,
+                           default=kept, key="filter_values")
     if st.button("Use this filter", key="apply_filter"):
         if attempt(wb.set_public_filter, fcol, fvals):
             flash(f"Rows where {fcol} is one of {', '.join(fvals)} are public.")
@@ -79,10 +85,10 @@ chosen = st.multiselect("Public columns", list(wb.schema.names),
 if tuple(chosen) != wb.public.columns:
     if attempt(wb.set_public_columns, chosen):
         st.rerun()
-if wb.public.columns and not supports_public_columns(wb.settings.mechanism):
-    st.warning(f"The chosen mechanism ({wb.settings.mechanism}) does not use public columns yet; "
-               "a run will stop with an error until you clear them or choose a mechanism that "
-               "supports them.", icon=":material/warning:")
+fit = wb.mechanism_fit()
+if not fit.available:
+    st.warning(f"The chosen mechanism cannot run with this public information "
+               f"({fit.refusal}). {fit.reason}", icon=":material/warning:")
 
 if wb.public.kind != "none":
     with st.container(border=True):

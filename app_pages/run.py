@@ -15,8 +15,8 @@ POLL_SECONDS = 0.7
 wb = data_page("Run")
 s = wb.settings
 
-st.markdown(f"**{s.mechanism}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} ({s.neighbours}); "
-            f"workload `{s.workload}`; rounds "
+st.markdown(f"**{wb.mechanism_title()}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} "
+            f"({s.neighbours}); workload `{s.workload}`; rounds "
             f"{s.rounds if s.rounds is not None else 'paper default'}; public: "
             f"{wb.public_summary()}; mode: {mode_text(s.run_mode, s.seed)}.")
 notes.settings_notes(s)
@@ -34,8 +34,14 @@ except Exception as exc:  # noqa: BLE001 - shown, the Start button then refuses 
 if account is not None:
     st.caption(f"Charged to the table's total budget before it starts ({account.label}: "
                f"{budget_text(account, s.delta)}).")
+fit = wb.mechanism_fit()
+if not fit.available:
+    st.warning(f"**{fit.choice.title} cannot run with the public information marked "
+               f"({fit.refusal}).** {fit.reason}", icon=":material/block:")
+    st.page_link(PAGES["workload"], label="Choose the mechanism", icon=":material/tune:")
 c1, c2, _ = st.columns([1, 1, 4])
-if c1.button("Start run", type="primary", disabled=wb.running, key="start_run"):
+if c1.button("Start run", type="primary", disabled=wb.running or not fit.available,
+             key="start_run"):
     if attempt(wb.start_run):
         st.rerun()
 if c2.button("Stop", disabled=not wb.running, key="stop_run"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import show_error, show_finished_worker
+from app_pages.common import mechanism_label, show_error, show_finished_worker
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.whatif import STANDINS
@@ -29,7 +29,7 @@ def whatif_section(wb) -> None:
                            horizontal=True, key="wi_standin_" + "-".join(standins))
         c1, c2, c3 = st.columns([2, 2, 1])
         mechs = c1.multiselect("Mechanisms", list(MECHANISMS), default=[wb.settings.mechanism],
-                               key="wi_mechs")
+                               format_func=mechanism_label, key="wi_mechs")
         eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
                              key="wi_eps")
         seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
@@ -60,6 +60,13 @@ def whatif_section(wb) -> None:
             st.progress(done / max(1, total),
                         text=f"stand-in run {done + 1} of {total}: {cur.get('mechanism', '…')} "
                              f"at ε = {cur.get('epsilon', 0):g}, seed {cur.get('seed', 0)}")
+        was = wb.what_if_stale()
+        if was is not None:   # its basis is gone: the curves are not shown
+            st.warning(f"The last what-if was based on public information that is no longer "
+                       f"marked ({was}); its curves are out of date and not shown. Press "
+                       "**Start what-if** for a preview from what is marked now "
+                       f"({wb.public_summary()}).", icon=":material/update:")
+            return
         show_curves(wb.whatif.curves())
 
     live()
@@ -72,7 +79,8 @@ def show_curves(curves) -> None:
         return
     shown = [c for c in curves if c.points]
     if shown:
-        st.plotly_chart(charts.whatif_figure(shown), key="wi_fig")
+        st.plotly_chart(charts.whatif_figure(shown, {c.mechanism: mechanism_label(c.mechanism)
+                                                     for c in shown}), key="wi_fig")
         if not all(c.complete for c in shown):
             st.caption("Hollow markers are estimates (no run yet); filled markers are measured "
                        "by a stand-in run.")

@@ -1,12 +1,15 @@
 """Workload and budget page: which marginals matter, epsilon/delta, the mechanism."""
 
+from dataclasses import replace
+
 import streamlit as st
 
-from app_pages.common import MODE_LABELS, PAGES, data_page, flash, show_error, sync_widgets
+from app_pages.common import (MODE_LABELS, PAGES, attempt, data_page, flash, show_error,
+                              sync_widgets)
 from app_pages.whatif_section import whatif_section
 from synth_core.mechanisms import MECHANISMS
-from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, mechanism_description,
-                                  mechanism_parameters, workload_spec)
+from synth_core.workbench import (DELTA_GRID, EPSILON_GRID, choice_of, guided_choices,
+                                  mechanism_description, mechanism_parameters, workload_spec)
 
 wb = data_page("Workload and budget")
 s = wb.settings
@@ -61,9 +64,11 @@ if submitted:
         show_error(exc)
 
 st.subheader("Privacy budget and mechanism")
-mech_names = list(MECHANISMS)
+fits = {f.choice.key: f for f in guided_choices(public_rows=wb.public.has_rows,
+                                                public_columns=bool(wb.public.columns))}
+saved_choice = choice_of(s.mechanism, s.options).key if s.mechanism in MECHANISMS else "aim"
 saved = {   # the saved settings: what every widget below shows until changed
-    "mechanism": s.mechanism if s.mechanism in mech_names else mech_names[0],
+    "mechanism": saved_choice if saved_choice in fits else next(iter(fits)),
     "epsilon": min(EPSILON_GRID, key=lambda e: abs(e - s.epsilon)),
     "delta": min(DELTA_GRID, key=lambda d: abs(d - s.delta)),
     "neighbours": s.neighbours,
@@ -77,10 +82,20 @@ saved = {   # the saved settings: what every widget below shows until changed
     "seed": int(s.seed or 0),
 }
 sync_widgets("settings", s, saved)
-mech = st.selectbox("Mechanism", mech_names, index=mech_names.index(saved["mechanism"]),
-                    key="mechanism",
-                    help="Every mechanism of synth_core; new ones appear here as they land.")
+st.caption(f"Public information marked: **{wb.public_summary()}** (Public information page). "
+           "Each entry says what it does with it; an entry marked unavailable would be "
+           "refused with it.")
+choice_key = st.selectbox("Mechanism", list(fits), index=list(fits).index(saved["mechanism"]),
+                          format_func=lambda k: fits[k].label, key="mechanism",
+                          help="Every mechanism of synth_core (and the conditional-generation "
+                               "variants); which fit is read off each one's declared "
+                               "capabilities.")
+fit = fits[choice_key]
+choice = fit.choice
+mech = choice.mechanism
 st.caption(mechanism_description(mech))
+if not fit.available:
+    st.warning(fit.reason, icon=":material/block:")
 m1, m2 = st.columns([3, 1])
 run_mode = m1.radio("Run mode", list(MODE_LABELS), format_func=MODE_LABELS.get, key="run_mode",
                     index=list(MODE_LABELS).index(saved["run_mode"]),
@@ -133,12 +148,14 @@ with st.form("budget_form"):
     final_iters = h4.number_input("Final fit iterations", min_value=1, max_value=100000,
                                   value=saved["final_fit_iters"], key="final_fit_iters")
     # the mechanism's declared on/off and numeric options with a fixed default
+    # (conditional generation is an entry of the list, its bound only for that entry)
     extra = [o for o in MECHANISMS[mech].options
-             if o.name not in ("rounds", "max_model_size", "public_columns")
+             if o.name not in ("rounds", "max_model_size", "public_columns", "conditional")
+             and (o.name != "condition_max_mb" or choice.conditional)
              and o.type in (bool, int, float) and o.default is not None]
     options = {}
     if extra:
-        with st.expander(f"Advanced: {mech}'s own parameters (paper defaults)"):
+        with st.expander(f"Advanced: {choice.title}'s own parameters (paper defaults)"):
             cols = st.columns(min(4, len(extra)))
             for i, opt in enumerate(extra):
                 name, default = opt.name, opt.default
@@ -156,23 +173,23 @@ with st.form("budget_form"):
                                                              help=opt.help)
                 if value != default:
                     options[name] = value
-    saved = st.form_submit_button("Save settings", type="primary")
+    saved = st.form_submit_button("Save settings", type="primary", disabled=not fit.available)
 if saved:
-    try:
-        wb.update_settings(mechanism=mech, epsilon=float(eps), delta=float(delta),
-                           neighbours=neighbours, rounds=None if use_default else int(rounds),
-                           max_model_size=float(size),
-                           fit_iters=None if fit_default else int(fit_iters),
-                           final_fit_iters=int(final_iters), mode=None,
-                           seed=None if run_mode == "release" else int(seed),
-                           options=options)
+    changes = dict(mechanism=mech, epsilon=float(eps), delta=float(delta), neighbours=neighbours,
+                   rounds=None if use_default else int(rounds), max_model_size=float(size),
+                   fit_iters=None if fit_default else int(fit_iters),
+                   final_fit_iters=int(final_iters), mode=None,
+                   seed=None if run_mode == "release" else int(seed),
+                   options=choice.options(options))
+    chosen = wb.mechanism_fit(replace(s, **changes))   # with the neighbours chosen above
+    if not chosen.available:
+        st.error(chosen.reason, icon=":material/error:")
+    elif attempt(wb.update_settings, **changes):
         flash("Settings saved.")
         st.rerun()
-    except Exception as exc:  # noqa: BLE001
-        show_error(exc)
 else:
-    if mech != s.mechanism:
-        st.caption(f"Press *Save settings* to switch to {mech}.")
+    if choice_key != saved_choice and fit.available:
+        st.caption(f"Press *Save settings* to switch to {choice.title}.")
     if run_mode != s.run_mode or (run_mode == "research" and int(seed) != s.seed):
         st.caption(f"Press *Save settings* to switch to {run_mode} mode"
                    + (f" with seed {int(seed)}." if run_mode == "research" else "."))

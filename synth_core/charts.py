@@ -9,7 +9,8 @@ or plain tables; none of them imports Streamlit.
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -28,10 +29,42 @@ def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     return fig
 
 
-def _round_axis(fig: go.Figure, events: Sequence, **kwargs) -> None:
-    """Whole-number round ticks."""
+def _round_axis(fig: go.Figure, events: Sequence, max_ticks: int = 20, **kwargs) -> None:
+    """Whole-number round ticks, at most about ``max_ticks`` of them: a step of
+    ``ceil(last round / max_ticks)`` rounds."""
     last = max([e.round for e in events], default=0)
-    fig.update_xaxes(title="round", dtick=1 if last <= 20 else None, tick0=0, **kwargs)
+    fig.update_xaxes(title="round", dtick=max(1, math.ceil(last / max_ticks)), tick0=0,
+                     **kwargs)
+
+
+#: mantissas of the labelled ticks of a log axis (1-2-5 per decade)
+LOG_MANTISSAS = (1, 2, 5)
+
+
+def log_ticks(values: Sequence[float], max_ticks: int = 9) -> tuple[list[float], list[str]]:
+    """Labelled ticks of a log axis over ``values``: the 1-2-5 numbers of each
+    decade from the largest power of ten <= min(values) to the smallest >=
+    max(values), only the powers of ten when those are more than ``max_ticks``;
+    labels in short form (``%g``: 0.1, 2, 50). Plotly's own log ticks label
+    every minor tick with its first digit ("9 0.1 2 3 ... 9 1")."""
+    positive = [float(v) for v in values if v and v > 0]
+    if not positive:
+        return [], []
+    low = math.floor(math.log10(min(positive)))
+    high = math.ceil(math.log10(max(positive)))
+    ticks = [m * 10.0 ** d for d in range(low, high + 1) for m in LOG_MANTISSAS
+             if m * 10.0 ** d <= 10.0 ** high]
+    if len(ticks) > max_ticks:
+        ticks = [10.0 ** d for d in range(low, high + 1)]
+    ticks = [float(f"{t:.12g}") for t in ticks]
+    return ticks, [f"{t:g}" for t in ticks]
+
+
+def _log_epsilon_axis(fig: go.Figure, epsilons: Sequence[float]) -> None:
+    """A log x axis of epsilon with the labelled ticks of :func:`log_ticks`."""
+    vals, text = log_ticks(epsilons)
+    fig.update_xaxes(type="log", title="epsilon (log scale)", tickvals=vals or None,
+                     ticktext=text or None, minor=dict(showgrid=False, ticks=""))
 
 
 def _label(event) -> str:
@@ -90,8 +123,8 @@ def budget_figure(events: Sequence) -> go.Figure:
 
 def sigma_size_figure(events: Sequence) -> go.Figure:
     """Noise std per private measurement and the model size per round."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("noise std (sigma) per round",
-                                                        "model size (MB)"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16,
+                        subplot_titles=("noise std (sigma) per round", "model size (MB)"))
     priv = [e for e in events if e.sigma is not None]
     fig.add_trace(go.Scatter(x=[e.round for e in priv], y=[e.sigma for e in priv],
                              mode="lines+markers", name="sigma",
@@ -101,8 +134,8 @@ def sigma_size_figure(events: Sequence) -> go.Figure:
                              mode="lines+markers", name="model size",
                              marker=dict(color=TOTAL_COLOR), line=dict(color=TOTAL_COLOR)),
                   row=1, col=2)
-    _round_axis(fig, events)
-    fig.update_yaxes(tickformat=".3g", rangemode="tozero")
+    _round_axis(fig, events, max_ticks=6)   # two charts side by side in half the page
+    fig.update_yaxes(tickformat=".3~g", nticks=5, rangemode="tozero")
     fig.update_layout(showlegend=False)
     return _layout(fig, "", height=280)
 
@@ -153,9 +186,16 @@ def compare_summary(results: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["mechanism", "epsilon"], ignore_index=True)
 
 
-def compare_figure(results: pd.DataFrame, reference: float | None = None) -> go.Figure:
+def _named(labels: Mapping[str, str] | None, name: str) -> str:
+    """A mechanism's name for a legend: ``labels[name]`` when given, else ``name``."""
+    return (labels or {}).get(name, name)
+
+
+def compare_figure(results: pd.DataFrame, reference: float | None = None,
+                   labels: Mapping[str, str] | None = None) -> go.Figure:
     """CURATOR-ONLY: workload error against epsilon (log x), error bars over seeds,
-    and the public rows alone as a reference line."""
+    and the public rows alone as a reference line. ``labels`` names the
+    mechanisms in the legend (registry name -> full name)."""
     summary = compare_summary(results)
     names = sorted(summary["mechanism"].unique()) if len(summary) else []
     fig = go.Figure()
@@ -163,21 +203,23 @@ def compare_figure(results: pd.DataFrame, reference: float | None = None) -> go.
         t = summary[summary["mechanism"] == name]
         color = mechanism_color(name, names)
         fig.add_trace(go.Scatter(
-            x=t["epsilon"], y=t["mean"], mode="lines+markers", name=name,
+            x=t["epsilon"], y=t["mean"], mode="lines+markers", name=_named(labels, name),
             error_y=dict(type="data", array=t["std"], visible=True),
             line=dict(color=color, dash="dot" if name == "public-only" else "solid"),
             marker=dict(color=color, size=8),
             customdata=t["runs"],
-            hovertemplate=f"{name}: ε=%{{x:g}}, error %{{y:.4f}} (%{{customdata}} runs)<extra></extra>"))
+            hovertemplate=f"{_named(labels, name)}: ε=%{{x:g}}, error %{{y:.4f}} "
+                          "(%{customdata} runs)<extra></extra>"))
     if reference is not None:
         fig.add_hline(y=reference, line=dict(color=PUBLIC_COLOR, dash="dash"),
                       annotation_text="public rows alone", annotation_position="top left")
-    fig.update_xaxes(type="log", title="epsilon (log scale)")
+    _log_epsilon_axis(fig, summary["epsilon"].astype(float).tolist())
     fig.update_yaxes(title="workload error (mean ± sd over seeds)", rangemode="tozero")
     return _layout(fig, "CURATOR-ONLY workload error against epsilon", height=420)
 
 
-def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) -> go.Figure:
+def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20,
+                        labels: Mapping[str, str] | None = None) -> go.Figure:
     """CURATOR-ONLY: mean error per workload marginal and mechanism at one epsilon."""
     t = marginals[marginals["epsilon"].astype(float) == float(epsilon)]
     mean = t.groupby(["marginal", "mechanism"])["error"].mean().reset_index()
@@ -188,7 +230,7 @@ def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) 
     fig = go.Figure()
     for name in names:
         m = mean[mean["mechanism"] == name].set_index("marginal").reindex(worst[::-1])
-        fig.add_trace(go.Bar(x=m["error"], y=m.index, orientation="h", name=name,
+        fig.add_trace(go.Bar(x=m["error"], y=m.index, orientation="h", name=_named(labels, name),
                              marker_color=mechanism_color(name, names)))
     fig.update_layout(barmode="group")
     fig.update_xaxes(title="error of the marginal (L1 of normalised marginals)")
@@ -197,7 +239,7 @@ def per_marginal_figure(marginals: pd.DataFrame, epsilon: float, top: int = 20) 
                    height=max(320, 90 + 14 * len(worst) * max(1, len(names))))
 
 
-def whatif_figure(curves: Sequence) -> go.Figure:
+def whatif_figure(curves: Sequence, labels: Mapping[str, str] | None = None) -> go.Figure:
     """Predicted workload error against epsilon (log x) of what-if curves
     (:class:`~synth_core.whatif.WhatIfCurve`). Per mechanism: a dotted line
     through all points; ``measured`` points (stand-in runs) as filled diamonds
@@ -227,10 +269,12 @@ def whatif_figure(curves: Sequence) -> go.Figure:
                             arrayminus=[p.mean - p.low for p in pts])
             fig.add_trace(go.Scatter(
                 x=[p.epsilon for p in pts], y=[p.mean for p in pts], mode="markers",
-                name=f"{c.mechanism}: {label}", legendgroup=c.mechanism, error_y=bars,
+                name=f"{_named(labels, c.mechanism)}: {label}", legendgroup=c.mechanism,
+                error_y=bars,
                 marker=dict(color=color, **marker),
-                hovertemplate=f"{c.mechanism}: ε=%{{x:g}}, {kind} error %{{y:.4f}}<extra></extra>"))
-    fig.update_xaxes(type="log", title="epsilon (log scale)")
+                hovertemplate=f"{_named(labels, c.mechanism)}: ε=%{{x:g}}, {kind} error "
+                              "%{y:.4f}<extra></extra>"))
+    _log_epsilon_axis(fig, [p.epsilon for c in curves for p in c.points])
     fig.update_yaxes(title="predicted workload error (measured: mean, min-max over seeds)",
                      rangemode="tozero")
     return _layout(fig, "What-if: predicted workload error against epsilon (no budget spent)",

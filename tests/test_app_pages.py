@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import all_keys, wait_until
+from synth_core.errors import ConfigError
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -354,14 +356,20 @@ def test_run_page_shows_a_failed_run_cleanly():
     at = new_app()
     at.button(key="sample_titanic-full").click().run()
     wb = at.session_state["wb"]
+    # JAM-PGM without public rows is refused before Start, with the reason
     wb.update_settings(mechanism="jam-pgm", rounds=3, fit_iters=20, final_fit_iters=50)
     go(at, "app_pages/run.py")
+    assert at.button(key="start_run").disabled
+    assert any("JAM-PGM is built on public rows" in w.value for w in at.warning)
+    # a run that fails once started (AIM's budget scale below its 1-way count)
+    wb.update_settings(mechanism="aim", rounds=2)
+    at.run()
     at.button(key="start_run").click().run()
     wait_for_run(at)
     at.run()
     assert not at.exception
     errs = errors(at)
-    assert errs and "JAM-PGM needs public rows." in errs[0] and "Traceback" not in errs[0]
+    assert errs and "AIM's budget scale T=2" in errs[0] and "Traceback" not in errs[0]
     assert wb.has_data and wb.source.sample == "titanic-full"   # nothing lost
     go(at, "app_pages/release.py")
     assert "No finished run yet" in texts(at)
@@ -369,14 +377,18 @@ def test_run_page_shows_a_failed_run_cleanly():
 
 def test_run_page_refuses_public_columns_with_mwem():
     at = load_titanic(new_app())
-    at.session_state["wb"].update_settings(mechanism="mwem-pgm")
+    wb = at.session_state["wb"]
+    wb.update_settings(mechanism="mwem-pgm")
     go(at, "app_pages/public.py")
     at.multiselect(key="public_columns").set_value(["sex"]).run()
-    assert any("does not use public columns yet" in w.value for w in at.warning)
+    assert any("does not use public columns" in w.value for w in at.warning)
     go(at, "app_pages/run.py")
-    at.button(key="start_run").click().run()
-    assert errors(at) and "mwem-pgm does not use public columns yet." in errors(at)[0]
-    assert at.session_state["wb"].worker is None
+    assert at.button(key="start_run").disabled
+    warned = " ".join(w.value for w in at.warning)
+    assert "MWEM+PGM cannot run" in warned and "clear Public columns" in warned
+    with pytest.raises(ConfigError):
+        wb.start_run()
+    assert wb.worker is None
 
 
 def test_compare_page_runs_a_small_grid(tmp_path, monkeypatch):
@@ -404,7 +416,9 @@ def test_workload_page_offers_every_mechanism_and_its_parameters():
     from synth_core.mechanisms import MECHANISMS
     at = go(load_titanic(new_app()), "app_pages/workload.py")
     wb = at.session_state["wb"]
-    assert at.selectbox(key="mechanism").options == list(MECHANISMS)
+    box = at.selectbox(key="mechanism")
+    names = [k for k in box.options if "Conditional" not in k]
+    assert len(names) == len(MECHANISMS)
     for name in MECHANISMS:
         at.selectbox(key="mechanism").set_value(name).run()
         assert not at.exception and not errors(at), name
@@ -417,11 +431,12 @@ def test_workload_page_offers_every_mechanism_and_its_parameters():
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
     assert wb.settings.options == {"alpha": 0.7}     # refused, unchanged
     assert errors(at) and "alpha" in errors(at)[0]
-    # on/off options are checkboxes: conditional generation for AIM
-    at.selectbox(key="mechanism").set_value("aim").run()
-    box = at.checkbox(key="opt_aim_conditional")
-    assert box.value is False and "public values" in box.help
-    box.check()
+    # conditional generation is an entry of the list, not an option box
+    go(at, "app_pages/public.py")
+    at.multiselect(key="public_columns").set_value(["sex"]).run()
+    go(at, "app_pages/workload.py")
+    at.selectbox(key="mechanism").set_value("aim+conditional").run()
+    assert "opt_aim_conditional" not in {c.key for c in at.checkbox}
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
     assert not errors(at)
     assert wb.settings.mechanism == "aim" and wb.settings.options == {"conditional": True}
@@ -458,7 +473,7 @@ def test_run_page_stop_button_stops_the_run():
     assert wb.running
     at.run()
     assert not at.exception and not errors(at)
-    assert any(h.value.startswith("Running: jam-pgm") for h in at.subheader)
+    assert any(h.value.startswith("Running: JAM-PGM") for h in at.subheader)
     live = at.dataframe[0].value
     assert len(live) >= 2 and set(live["source"]) <= {"public", "private"}
     assert "/ 30 (running)" in at.get("progress")[0].proto.text

@@ -174,10 +174,9 @@ def test_public_columns_and_unsupported_mechanism(wb):
         wb.start_run()
     assert wb.worker is None
     wb.update_settings(mechanism="aim", rounds=None)
-    worker = wb.start_run()                         # AIM raises its own ConfigError
-    assert worker.wait(60)
-    run = wb.collect()
-    assert run.status == "failed" and "public columns" in run.failure.message
+    with pytest.raises(ConfigError, match="only with conditional generation") as refused:
+        wb.start_run()                              # refused before it starts, with the way
+    assert "Conditional AIM" in refused.value.hint and wb.worker is None
     # with conditional generation on, AIM runs and every record keeps its public value
     wb.update_settings(mechanism="aim", rounds=8, options={"conditional": True})
     worker = wb.start_run()

@@ -126,6 +126,26 @@ def _save_settings(page) -> None:
     expect(page.get_by_text("Settings saved.")).to_be_visible(timeout=30_000)
 
 
+def _filter_values(page):
+    """The Public information page's box of the row filter's values."""
+    return page.get_by_test_id("stMultiSelect").filter(
+        has_text="Rows with one of these values are public")
+
+
+def _use_first_class_filter(page) -> None:
+    """On the Public information page, make titanic's 1st-class rows public with a filter."""
+    _goto(page, "Public information")
+    page.get_by_text("A filter on the loaded table").click()
+    values = _filter_values(page)
+    values.wait_for()
+    values.click()
+    page.get_by_role("option", name="1st", exact=True).click()
+    page.keyboard.press("Escape")
+    _idle(page)
+    page.get_by_role("button", name="Use this filter").click()
+    page.get_by_text("Rows where pclass is one of 1st are public.").wait_for()
+
+
 def test_main_path(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
     page.set_default_timeout(30_000)
@@ -221,16 +241,7 @@ def test_main_path(server, browser):
     _shot(page, "08_compare")
 
     # mark public rows with a filter on the loaded table
-    _goto(page, "Public information")
-    page.get_by_text("A filter on the loaded table").click()
-    values = page.get_by_test_id("stMultiSelect").filter(
-        has_text="Rows with one of these values are public")
-    values.wait_for()
-    values.click()
-    page.get_by_role("option", name="1st", exact=True).click()
-    page.keyboard.press("Escape")
-    page.get_by_role("button", name="Use this filter").click()
-    page.get_by_text("Rows where pclass is one of 1st are public.").wait_for()
+    _use_first_class_filter(page)
     sidebar.get_by_text("rows where pclass in {1st}").wait_for()
     _shot(page, "09_public_filter")
     page.close()
@@ -281,7 +292,7 @@ def test_reload_keeps_the_session_and_its_run(server, browser):
 
     page.reload()
     page.get_by_role("heading", name="Run", exact=True).wait_for(timeout=60_000)
-    page.get_by_role("heading", name=re.compile(r"^Running: jam-pgm")).wait_for()
+    page.get_by_role("heading", name=re.compile(r"^Running: JAM-PGM")).wait_for()
     page.get_by_text(re.compile(r"round ([1-9]|[12][0-9]) / 30")).first.wait_for()
     page.get_by_test_id("stSidebar").get_by_text("adult-pub025:private", exact=True).wait_for()
     assert _token(page) == token
@@ -302,3 +313,27 @@ def test_reload_keeps_the_session_and_its_run(server, browser):
     other.close()
     page.close()
     assert token not in (ARTIFACTS / "streamlit.log").read_text()
+
+
+def test_reload_shows_the_active_public_row_filter(server, browser):
+    """After a reload the browser mounts the Public information page afresh: the
+    filter's column and values show the filter in use (not an empty box under a
+    header that says it is active), and the sidebar counts private and public rows."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.set_default_timeout(30_000)
+    page.goto(server)
+    page.get_by_role("button", name="Load titanic", exact=True).click()
+    page.get_by_text("Loaded sample 'titanic'").wait_for(timeout=60_000)
+    _use_first_class_filter(page)
+    counts = re.compile(r"Under the public-row filter: \d[\d,]* private, \d[\d,]* public rows")
+    page.get_by_test_id("stSidebar").get_by_text(counts).wait_for()
+
+    page.reload()
+    page.get_by_role("heading", name="Public information", exact=True).wait_for(timeout=60_000)
+    _idle(page)
+    page.get_by_text(re.compile(r"\d+ rows where pclass in \{1st\}")).first.wait_for()
+    assert page.get_by_role("radio", name="A filter on the loaded table").is_checked()
+    _filter_values(page).get_by_text("1st", exact=True).wait_for()
+    page.get_by_test_id("stSidebar").get_by_text(counts).wait_for()
+    _shot(page, "11_public_filter_after_reload")
+    page.close()

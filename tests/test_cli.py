@@ -79,7 +79,7 @@ def test_options_are_read_as_their_declared_type():
     from synth_core.cli import _parse_options
 
     assert _parse_options(["alpha=1", "hidden=64", "ema_beta=0.5"], "gem") == \
-        {"alpha": 1.0, "hidden": "64", "ema_beta": 0.5}
+        {"alpha": 1.0, "hidden": (64,), "ema_beta": 0.5}
     assert isinstance(_parse_options(["alpha=1"], "gem")["alpha"], float)
     assert _parse_options(["support_size=2000"], "vpmw") == {"support_size": 2000}
 

@@ -64,7 +64,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     9: ("runner", "whatif", "experiments", "audit", "explain", "side_by_side"),
     10: ("cli", "disk_table", "workbench", "workbench.background", "workbench.budget",
          "workbench.catalog", "workbench.command", "workbench.compare", "workbench.disk",
-         "workbench.domain", "workbench.memory", "workbench.public", "workbench.runs",
+         "workbench.domain", "workbench.guide", "workbench.memory", "workbench.public",
+         "workbench.runs",
          "workbench.session", "workbench.source", "workbench.uploads", "workbench.what_if"),
     11: ("",),
 }

@@ -118,7 +118,8 @@ def test_option_values_are_read_as_declared():
     assert Option("n", int, 1, "count").parse("7") == 7
     with pytest.raises(ConfigError, match="integer"):
         Option("n", int, 1, "count").parse("7.5")
-    assert Option("h", tuple, (), "widths").parse("64,32") == "64,32"
+    assert Option("h", tuple, (), "widths").parse("64,32") == (64, 32)
+    assert Option("c", tuple, (), "columns").parse("a, b") == ("a", "b")
 
 
 # -- capabilities as data ---------------------------------------------------------------

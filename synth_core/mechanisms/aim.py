@@ -50,8 +50,10 @@ AIM_MEASURE_SHARE = 0.9
 
 class AIM(AdaptiveMechanism):
     name = "aim"
+    title = "AIM"
     #: public columns only with conditional generation (else AIM refuses them)
-    capabilities = Capabilities(public_columns=OPTIONAL, conditional=True)
+    capabilities = Capabilities(public_columns=OPTIONAL, conditional=True,
+                                public_columns_conditional_only=True)
     options = (MAX_MODEL_SIZE_OPTION,
                Option("rounds", int, None, "budget scale T (default 16 x number of columns)"),
                PUBLIC_COLUMNS_OPTION, *CONDITIONAL_OPTIONS)

@@ -4,6 +4,8 @@ Every mechanism is a subclass of :class:`Mechanism` (through one of its two
 loop protocols) that declares, as class attributes:
 
 * ``name``: the registry name (CLI ``--mechanism``, API, reports, charts);
+* ``title``: its name for people on the workbench's pages ("JAM-PGM"; the
+  conditional variant reads "Conditional <title>");
 * ``capabilities``: a :class:`Capabilities` record (public rows, public
   columns no / optional / required, conditional generation, neighbour
   relations, what it releases, whether it spends budget);
@@ -82,7 +84,11 @@ class Capabilities:
     (what it is for: sweeps give it the dataset's public columns by default).
     ``public_columns_variant``: for a mechanism with ``NO``, the one to choose
     instead (the refusal's hint). ``conditional``: it can generate conditionally
-    on public columns (option ``conditional``). ``neighbours``: the neighbour
+    on public columns (option ``conditional``); ``public_columns_conditional_only``:
+    it takes public columns only to generate conditionally (a run with them and
+    without ``conditional`` is refused); ``conditional_neighbours``: the neighbour
+    relations of conditional generation (bounded: every record keeps its public
+    values, so ``n`` is public). ``neighbours``: the neighbour
     relations it is defined under (its run refuses the others with ConfigError
     when it starts). ``releases``: :data:`PGM_MODEL` (it fits a
     Private-PGM model in the :class:`~synth_core.engine.Engine`),
@@ -95,6 +101,8 @@ class Capabilities:
     public_columns: str = NO
     public_columns_variant: str = ""
     conditional: bool = False
+    public_columns_conditional_only: bool = False
+    conditional_neighbours: tuple[str, ...] = (BOUNDED,)
     neighbours: tuple[str, ...] = (BOUNDED, UNBOUNDED)
     releases: str = PGM_MODEL
     zero_budget: bool = False
@@ -108,6 +116,18 @@ class Capabilities:
     @property
     def uses_public_columns(self) -> bool:
         return self.public_columns != NO
+
+    @property
+    def needs_public_rows(self) -> bool:
+        """Whether a run without public rows is refused: every mechanism that
+        reads public rows is built on them (its candidates, support or release
+        come from them)."""
+        return self.public_rows
+
+    @property
+    def needs_public_columns(self) -> bool:
+        """Whether public columns are what it is for (:data:`REQUIRED`)."""
+        return self.public_columns == REQUIRED
 
     @property
     def own_rounds(self) -> bool:
@@ -140,6 +160,8 @@ class Option:
                 return False
             raise ConfigError(f"Option {self.name} is on/off, got {text!r}.",
                               hint=f"Use {self.name}=true or {self.name}=false.")
+        if self.type is tuple:
+            return self._parse_list(text)
         if self.type in (int, float):
             try:
                 return int(text) if self.type is int else float(text)
@@ -147,6 +169,16 @@ class Option:
                 raise ConfigError(f"Option {self.name} takes a{'n integer' if self.type is int else ' number'}"
                                   f", got {text!r}.", hint=f"{self.name}: {self.help}") from None
         return text
+
+
+    def _parse_list(self, text: str) -> tuple:
+        """``a,b`` as a tuple: of integers when every item is one (``16,16`` ->
+        ``(16, 16)``, as the API takes it), else of the stripped items."""
+        items = tuple(t.strip() for t in text.split(","))
+        try:
+            return tuple(int(t) for t in items)
+        except ValueError:
+            return items
 
 
 #: the option every mechanism that uses public columns declares
@@ -193,6 +225,8 @@ class Mechanism(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: how the pages and reports name it for people ("JAM-PGM"); the registry name if empty
+    title: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
     options: ClassVar[tuple[Option, ...]] = ()
     #: how the report names the selection step
@@ -206,6 +240,13 @@ class Mechanism(ABC):
     #: the public-column side of a mechanism that takes public columns
     #: (:class:`~synth_core.conditional.ConditionalSetup`); ``None`` otherwise
     vertical: ConditionalSetup | None = None
+
+    @classmethod
+    def display_name(cls, conditional: bool = False) -> str:
+        """The mechanism's name for people, ``Conditional <title>`` for its
+        conditional-generation variant."""
+        title = cls.title or cls.name
+        return f"Conditional {title}" if conditional else title
 
     # -- declared options ---------------------------------------------------------
 

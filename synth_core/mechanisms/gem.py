@@ -405,6 +405,7 @@ GEM_OPTIONS = (
 
 class GEM(QueryReleaseMechanism):
     name = "gem"
+    title = "GEM"
     capabilities = Capabilities(public_columns_variant="vGEM-Pub (--mechanism vgem-pub)",
                                 neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
     options = GEM_OPTIONS
@@ -638,6 +639,7 @@ class GEM(QueryReleaseMechanism):
 
 class GEMPub(GEM):
     name = "gem-pub"
+    title = "GEM-Pub"
     capabilities = Capabilities(public_rows=True,
                                 public_columns_variant="vGEM-Pub (--mechanism vgem-pub)",
                                 neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
@@ -659,6 +661,7 @@ class VGEMPub(GEMPub):
     """
 
     name = "vgem-pub"
+    title = "vGEM-Pub"
     capabilities = Capabilities(public_columns=REQUIRED, neighbours=(BOUNDED,),
                                 releases=QUERY_ANSWERS)
     #: ``public_columns``, then GEM's options (its constructor passes them on)

@@ -126,6 +126,7 @@ def jam_scores(state: RunState, plan: RoundPlan, candidates, proxy_error=None) -
 
 class JAMPGM(AdaptiveMechanism):
     name = "jam-pgm"
+    title = "JAM-PGM"
     capabilities = Capabilities(public_rows=True, public_columns=OPTIONAL,
                                 neighbours=(BOUNDED,))
     options = (Option("rounds", int, JAM_DEFAULT_ROUNDS, "rounds T"),

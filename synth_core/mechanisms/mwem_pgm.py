@@ -39,6 +39,7 @@ MWEM_SELECT_SHARE = 0.5
 
 class MWEMPGM(AdaptiveMechanism):
     name = "mwem-pgm"
+    title = "MWEM+PGM"
     capabilities = Capabilities(public_columns_variant="vjam-pgm, or aim with --conditional")
     options = (Option("rounds", int, None, "rounds T (default: the number of columns)"),
                MAX_MODEL_SIZE_OPTION)

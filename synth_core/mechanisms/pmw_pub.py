@@ -70,6 +70,7 @@ _UNUSED_SIZE = Option("max_model_size", float, None,
 
 class PMWPub(QueryReleaseMechanism):
     name = "pmw-pub"
+    title = "PMW-Pub"
     capabilities = Capabilities(public_rows=True, public_columns_variant="vPMW (--mechanism vpmw)",
                                 neighbours=(BOUNDED,), releases=QUERY_ANSWERS)
     options = (_ROUNDS, _UNUSED_SIZE)
@@ -195,6 +196,7 @@ class VPMW(PMWPub):
     """
 
     name = "vpmw"
+    title = "vPMW"
     capabilities = Capabilities(public_columns=REQUIRED, neighbours=(BOUNDED,),
                                 releases=QUERY_ANSWERS)
     options = (PUBLIC_COLUMNS_OPTION, _ROUNDS,

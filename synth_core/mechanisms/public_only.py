@@ -17,6 +17,7 @@ from .base import PUBLIC_ROWS, AdaptiveMechanism, Capabilities
 
 class PublicOnly(AdaptiveMechanism):
     name = "public-only"
+    title = "Public-only baseline"
     capabilities = Capabilities(public_rows=True, releases=PUBLIC_ROWS, zero_budget=True)
     options = ()
 

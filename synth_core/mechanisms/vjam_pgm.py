@@ -103,6 +103,7 @@ VJAM_SCORE_SENSITIVITY = 2.0
 
 class VJAMPGM(AdaptiveMechanism):
     name = "vjam-pgm"
+    title = "vJAM-PGM"
     #: its vertical split is what it is for (without public columns it runs
     #: JAM-PGM's schedule privately, and warns)
     capabilities = Capabilities(public_columns=REQUIRED, conditional=True,

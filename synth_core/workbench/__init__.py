@@ -11,7 +11,8 @@ Modules, one per concept:
 * :mod:`.runs`, :mod:`.command`: finished runs, release files and the
   reproduce command;
 * :mod:`.domain`: the schema in use, how it was made, its editing;
-* :mod:`.catalog`, :mod:`.uploads`: what the pages offer, reading uploads.
+* :mod:`.catalog`, :mod:`.uploads`: what the pages offer, reading uploads;
+* :mod:`.guide`: the mechanism list and which entries fit the public information.
 """
 
 from .catalog import (DELTA_GRID, DOMAIN_SOURCE_TEXT, EPSILON_GRID, RunSettings, describe_domain,
@@ -19,6 +20,8 @@ from .catalog import (DELTA_GRID, DOMAIN_SOURCE_TEXT, EPSILON_GRID, RunSettings,
                       workload_spec)
 from .command import comment as _comment
 from .compare import REFUSED, compare_dir
+from .guide import (ChoiceFit, MechanismChoice, choice_by_key, choice_of, guided_choices,
+                    mechanism_choices, mechanism_title)
 from .public import FILTER_FLAG, PublicChoice
 from .runs import (FinishedRun, candidates_frame, events_frame, frame_parquet_bytes,
                    ledger_frame, measurements_frame)
@@ -26,7 +29,8 @@ from .session import Workbench
 from .uploads import parse_schema_upload
 
 __all__ = ["DELTA_GRID", "DOMAIN_SOURCE_TEXT", "EPSILON_GRID", "FILTER_FLAG", "REFUSED",
-           "FinishedRun", "PublicChoice", "RunSettings", "Workbench", "candidates_frame",
+           "ChoiceFit", "FinishedRun", "MechanismChoice", "choice_by_key", "choice_of",
+           "guided_choices", "mechanism_choices", "mechanism_title", "PublicChoice", "RunSettings", "Workbench", "candidates_frame",
            "compare_dir", "describe_domain", "events_frame", "frame_parquet_bytes",
            "ledger_frame", "measurements_frame", "mechanism_description",
            "mechanism_parameters", "parse_schema_upload", "supports_public_columns",

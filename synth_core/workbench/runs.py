@@ -120,6 +120,18 @@ def release_files(run: FinishedRun) -> dict[str, bytes]:
     return run.files
 
 
+#: the noise column of a measurement without noise (public rows or columns)
+NO_NOISE = "public: no noise"
+
+
+def noise_text(sigma: float | None, source: str) -> str:
+    """A noise std as the round and measurement tables show it: the number, or
+    :data:`NO_NOISE` for a public measurement (measured exactly)."""
+    if str(source).startswith("public") and not sigma:
+        return NO_NOISE
+    return "-" if sigma is None else f"{sigma:.4g}"
+
+
 def events_frame(events) -> pd.DataFrame:
     """The releasable round table (no curator-only values)."""
     rows = []
@@ -128,7 +140,7 @@ def events_frame(events) -> pd.DataFrame:
             "round": e.round,
             "marginal": ", ".join(" × ".join(c) for c in e.cliques) if e.cliques else "-",
             "source": e.source,
-            "sigma": e.sigma,
+            "sigma": noise_text(e.sigma, e.source),
             "epsilon (select)": e.epsilon,
             "rho select": e.rho_select,
             "rho measure": e.rho_measure,
@@ -158,6 +170,6 @@ def ledger_frame(report: dict) -> pd.DataFrame:
 
 def measurements_frame(report: dict) -> pd.DataFrame:
     rows = [{"round": m["round"], "marginal": " × ".join(m["clique"]), "source": m["source"],
-             "noise std": m["noise_std"], "cells": m["cells"]}
+             "noise std": noise_text(m["noise_std"], m["source"]), "cells": m["cells"]}
             for m in report.get("measurements", [])]
     return pd.DataFrame(rows)

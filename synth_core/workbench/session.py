@@ -52,6 +52,7 @@ from .memory import MemoryTable
 from .public import FilteredRows, FlaggedRows, NoPublicRows, PublicChoice, PublicTable
 from .runs import FinishedRun, PendingRun, estimate_seconds, release_files
 from .domain import Domain
+from .guide import ChoiceFit, choice_fit, choice_of, mechanism_title
 from .source import TableSource
 from .uploads import parse_schema_upload, read_upload
 from .what_if import (DEFAULT_ASSUMED_N, WhatIfRequest, WhatIfService, check_choice,
@@ -66,8 +67,8 @@ class Workbench:
     The surface (what ``app.py`` and ``app_pages/*.py`` use):
 
     * parts and state: ``source``, ``public`` (a PublicChoice: ``public.kind``,
-      ``public.columns``, ``public.rows``), ``settings``, ``schema``,
-      ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
+      ``public.columns``, ``public.rows``, ``public.has_rows``), ``settings``,
+      ``schema``, ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
       ``domain.table()``, ``domain.json_bytes()``), ``target``,
       ``loads``, ``messages``, ``runs``, ``worker``, ``compare``
       (``compare.worker``, ``compare.running``, ``compare.runs``,
@@ -79,18 +80,20 @@ class Workbench:
       ``load_upload``, ``load_disk``;
     * the domain: ``load_schema_file``, ``infer_schema_from_public``,
       ``propose_schema``, ``use_proposed_schema``, ``update_column``, ``drop_column``;
-    * public information: ``public_summary``, ``set_public_table``,
-      ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
+    * public information: ``public_summary``, ``private_public_counts``,
+      ``set_public_table``, ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
       ``set_public_columns``, ``clear_public_rows``, ``public_proxy_errors``,
       ``public_reference_error``;
-    * settings and budget: ``update_settings``, ``workload``,
+    * settings and budget: ``update_settings``, ``mechanism_fit`` (the guided
+      list's verdict on the settings' mechanism), ``mechanism_title``, ``workload``,
       ``planned_rounds``, ``estimate_seconds``, ``budget_summary``,
       ``dataset_budget``, ``set_dataset_budget``;
     * runs and release: ``start_run``, ``stop_run``, ``running``, ``collect``,
       ``run_by_number``, ``release_files``;
     * comparison: ``compare_jobs``, ``start_compare``, ``compare_results``,
       ``compare_store``;
-    * what-if: ``what_if_standins``, ``what_if_needs_assumed_n``, ``start_what_if``.
+    * what-if: ``what_if_standins``, ``what_if_needs_assumed_n``, ``start_what_if``,
+      ``what_if_stale``.
 
     Public beyond the pages (the release's ``reproduce.sh``, the tests):
     ``reproduce_command``, ``run_kwargs``, ``prepare``, ``public_rows_frame``,
@@ -303,6 +306,15 @@ class Workbench:
     def public_summary(self) -> str:
         return self.public.summary(self.source)
 
+    def private_public_counts(self) -> tuple[int, int] | None:
+        """(private rows, public rows) of the loaded table when its public rows
+        are rows of it (a flag column or a row filter): a run synthesises the
+        private ones only. None when the public rows are not part of the table."""
+        if self.source is None or not self.public.splits_private:
+            return None
+        public = self.source.count_flagged(self.public.rows.flag_column)
+        return self.n_rows - public, public
+
     def clear_public_rows(self) -> None:
         self.require_data()
         self._clear_rows()
@@ -443,8 +455,29 @@ class Workbench:
             parse_workload(s.workload, self.schema.names)
         if s.seed is not None and (s.seed < 0 or s.seed >= 2 ** 63):
             raise ConfigError(f"The seed must be a whole number from 0 to 2^63-1, got {s.seed}.")
+        options = s.mechanism_options()
+        if not self.mechanism_fit(s).available:
+            # refused with this public information (mechanism_fit says why; a run
+            # refuses to start): only the options it declares are checked
+            MECHANISMS[s.mechanism].check_options(options)
+            return
+        if self.public.columns and supports_public_columns(s.mechanism):
+            options["public_columns"] = tuple(self.public.columns)
         # the mechanism checks its own parameters (as Synthesizer.run will build it)
-        make_mechanism(s.mechanism, **s.mechanism_options())
+        make_mechanism(s.mechanism, **options)
+
+    def mechanism_fit(self, s: RunSettings | None = None) -> ChoiceFit:
+        """How the settings' mechanism (or its conditional variant) fits the
+        public information marked and the neighbour relation
+        (:mod:`~synth_core.workbench.guide`)."""
+        s = s or self.settings
+        return choice_fit(choice_of(s.mechanism, s.options), public_rows=self.public.has_rows,
+                          public_columns=bool(self.public.columns), neighbours=s.neighbours)
+
+    def mechanism_title(self, s: RunSettings | None = None) -> str:
+        """The full name of the settings' mechanism ("Conditional AIM")."""
+        s = s or self.settings
+        return mechanism_title(s.mechanism, s.options)
 
     def workload(self) -> Workload:
         self.require_data()
@@ -506,9 +539,13 @@ class Workbench:
         self._refuse_if_busy()
         self.collect()
         s = self.settings
+        fit = self.mechanism_fit(s)
+        if not fit.available:
+            raise ConfigError(f"{fit.choice.title} cannot run with this public information: "
+                              f"{fit.refusal}.", hint=fit.reason)
         self.validate_settings(s)
         synth = self._synthesizer(s)
-        label = f"{s.mechanism}, ε={s.epsilon:g} on {self.data_name}"
+        label = f"{self.mechanism_title(s)}, ε={s.epsilon:g} on {self.data_name}"
         kwargs = self.run_kwargs()
         # charged to the table's account before the run reads the data; settled when it ends
         held = self.budget.reserve(self._fingerprint(), s.epsilon, s.delta, label, s.mechanism)
@@ -656,6 +693,11 @@ class Workbench:
             out.insert(1 if has_rows else 0, "public-columns-fit")
         return out
 
+    def what_if_stale(self) -> str | None:
+        """The public information the latest what-if was based on, when it is no
+        longer what is marked (its curves are then out of date); None otherwise."""
+        return self.whatif.stale(self.public_summary())
+
     def _what_if_basis(self, assumed_n: int | None = None) -> PublicBasis:
         """The public information a what-if may use. The private table contributes
         only its row count, and only under bounded DP (where it is public)."""
@@ -699,5 +741,6 @@ class Workbench:
                    "settings": what_if_settings(self.settings)}
         assumed = assumed_n if self.what_if_needs_assumed_n() else None
         keys = {m: what_if_key(context, m, epsilons, seeds, standin, assumed) for m in mechanisms}
-        request = WhatIfRequest(tuple(mechanisms), tuple(epsilons), int(seeds), standin, keys)
+        request = WhatIfRequest(tuple(mechanisms), tuple(epsilons), int(seeds), standin, keys,
+                                public=self.public_summary())
         return self.whatif.start(basis, self.settings, request, self.loads)

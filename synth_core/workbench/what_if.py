@@ -93,6 +93,8 @@ class WhatIfRequest:
     seeds: int
     standin: str
     keys: dict
+    #: the public information the curves are based on (the session's summary line)
+    public: str = ""
 
 
 class WhatIfService(BackgroundService):
@@ -113,6 +115,13 @@ class WhatIfService(BackgroundService):
         if self.running:
             raise ConfigError("A what-if preview is already running.",
                               hint="Wait for it or stop it.")
+
+    def stale(self, public: str) -> str | None:
+        """What the latest request's curves were based on, when that differs
+        from the public information ``public`` marked now; None when current."""
+        if self.request is None or self.request.public == public:
+            return None
+        return self.request.public
 
     def curves(self) -> list[WhatIfCurve]:
         """The curves of the latest request that are ready (cached or failed)."""
