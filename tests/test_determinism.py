@@ -12,17 +12,20 @@ into ``OUT_DIR``; the tests run that in subprocesses and compare the bytes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from synth_core import Synthesizer
-from synth_core.model import FIT_PATH_ENV
+from synth_core.model import FIT_PATH_ENV, PGMEstimator
 from synth_core.report import json_bytes, table_bytes
+from test_fit_paths import random_model
 from tiny_tables import FIT, PRIVATE, SCHEMA, SHIFTED_PUBLIC
 
 #: case -> (mechanism, settings, run arguments): one run of each mechanism that samples
@@ -107,6 +110,24 @@ def test_earlier_runs_in_the_process_do_not_change_a_seeded_run(fit_path, monkey
     assert fit_paths(before[f"{case}.json"]) == {fit_path}
     assert other != before  # the seed matters
     assert after == before
+
+
+def test_compiled_path_model_samples_follow_the_model():
+    """A JAX-fitted model's records (numpy sampler on its calibrated beliefs, mbi's
+    junction tree) reproduce its 2-way marginals and depend only on the seed."""
+    sizes, meas, n = random_model(3)
+    model = PGMEstimator(sizes, max_iters=100, path="jax").fit(meas, n)
+    assert model.path == "jax"
+    rows = 20_000
+    np.random.seed(0)
+    df = model.sample(rows, seed=4)
+    np.random.seed(1)  # NumPy's global generator plays no part
+    assert df.equals(model.sample(rows, seed=4)) and not df.equals(model.sample(rows, seed=5))
+    for q in itertools.combinations(sizes, 2):
+        shape = [sizes[c] for c in q]
+        emp = np.bincount(np.ravel_multi_index([df[c].to_numpy() for c in q], shape),
+                          minlength=int(np.prod(shape))) / rows
+        assert np.abs(emp - model.counts(q) / model.total).sum() < 0.03
 
 
 if __name__ == "__main__":
