@@ -469,30 +469,21 @@ class FittedModel:
         return self.marginals.many(cliques)
 
     def sample(self, rows: int, seed: int) -> pd.DataFrame:
-        """Synthetic records (integer codes) drawn from the model.
+        """Synthetic records (integer codes) drawn from the model, a function of ``seed`` alone.
 
-        A numpy-path model samples in numpy from its calibrated junction tree
-        (:func:`~synth_core.inference.sample_records`, stratified per
-        separator value); a compiled-path model with ``mbi``'s sampler
-        (randomised rounding along the reverse elimination order).
+        Every fitted model, whichever path fitted it, samples in numpy from its
+        calibrated junction tree (:func:`~synth_core.inference.sample_records`:
+        each node's new columns drawn given its separator, stratified per
+        separator value) with ``numpy.random.default_rng(seed)``. The draws
+        depend on nothing else in the process: not on ``PYTHONHASHSEED``,
+        NumPy's global generator, thread counts or earlier runs.
         """
         columns = list(self.sizes)
+        rng = np.random.default_rng(seed)
         if self.potentials is None:  # uniform model: nothing measured
-            rng = np.random.default_rng(seed)
             return pd.DataFrame({c: rng.integers(0, s, rows) for c, s in self.sizes.items()})
-        if self.path == "numpy":
-            data = sample_records(self.marginals, int(rows), np.random.default_rng(seed))
-            return pd.DataFrame({c: data[c] for c in columns})
-        mrf = self.mrf
-        with _JAX_LOCK, estimation():  # mbi samples with NumPy's global generator
-            saved = np.random.get_state()
-            np.random.seed(seed % (2 ** 32))
-            try:
-                ds = mrf.synthetic_data(rows=rows)
-            finally:
-                np.random.set_state(saved)
-        data = ds.to_dict()
-        return pd.DataFrame({c: np.asarray(data[c], dtype=np.int64) for c in columns})
+        data = sample_records(self.marginals, int(rows), rng)
+        return pd.DataFrame({c: data[c] for c in columns})
 
 
 def minimum_variance_total(measurements: Sequence[FitMeasurement]) -> float:

@@ -97,8 +97,8 @@ def digest(case: str) -> dict:
 def _digests_in_fresh_process() -> dict:
     """Every case's digest, computed in a new interpreter with a fixed hash seed.
 
-    mbi's sampler orders a column's parents by iterating a set of names, so its
-    draws depend on ``PYTHONHASHSEED``; the digests pin the code, not the hash seed.
+    The fixed hash seed keeps the digests about the code: tests/test_determinism.py
+    checks separately that outputs do not depend on it.
     """
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     out = subprocess.run([sys.executable, __file__, "--print"], env=env, cwd=Path(__file__).parent.parent,
