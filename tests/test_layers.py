@@ -54,6 +54,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     6: ("backends.inputs", "backends"),
     7: ("engine", "conditional", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",
+        "mechanisms.mst", "mechanisms.privbayes", "mechanisms.independent",
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",
         "mechanisms.vjam_pgm", "uncertainty", "report", "budget"),
     8: ("api",),
