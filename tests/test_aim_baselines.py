@@ -128,6 +128,15 @@ def test_privbayes_degree_rule_is_the_largest_useful_k():
         assert not any(useful(j) for j in range(k + 1, 6))
     assert usefulness_degree(100, sizes, 0.01) == 1
     assert usefulness_degree(10 ** 6, sizes, 10.0) == 5
+    # general domains: the typical marginal has g^(k+1) cells, g the geometric mean
+    mixed = {"a": 2, "b": 8, "c": 4, "d": 4}        # g = 4
+    rho = 1.0
+    std = [math.sqrt(2) / math.sqrt(2 * (1 - PRIVBAYES_SELECT_SHARE) * rho / (4 - j))
+           for j in (1, 2, 3)]
+    n = math.ceil(PRIVBAYES_THETA * 4 ** 3 * std[1])     # just enough for k = 2
+    assert n < PRIVBAYES_THETA * 4 ** 4 * std[2]         # not for k = 3
+    assert usefulness_degree(n, mixed, rho) == 2
+    assert usefulness_degree(n - 1, mixed, rho) == 1
 
 
 def test_privbayes_is_bounded_only():

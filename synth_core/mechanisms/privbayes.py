@@ -24,9 +24,11 @@ and so is this mechanism. With ``d`` columns and degree ``k``:
   spends exactly what is left. Private-PGM fits them (weights ``1/std``).
 * **Degree**: ``k`` as given, else PrivBayes's theta-usefulness rule with the
   Gaussian noise in place of the Laplace noise: the largest ``k`` in
-  ``1 .. d - 1`` with ``n / (c_k * std_k) >= theta = 4``, where ``c_k`` is the
-  number of cells of the ``k + 1`` largest columns together and ``std_k`` the
-  noise std of a measurement when ``d - k`` are measured (1 if none qualifies).
+  ``1 .. d - 1`` with ``n / (g^(k+1) std_k) >= theta = 4``, where ``g`` is the
+  geometric mean of the column sizes (``g^(k+1)``: the cells of a typical
+  ``(k+1)``-way marginal; 2 on binary data, PrivBayes's case) and ``std_k``
+  the noise std of a measurement when ``d - k`` are measured (1 if none
+  qualifies).
 * **Model size**: a candidate whose marginal would grow the Private-PGM model
   beyond ``max_model_size`` is left out of the round (PrivBayes has no such
   limit; its own estimation needs none).
@@ -63,14 +65,14 @@ def mutual_information(counts: np.ndarray, x_size: int) -> float:
 
 
 def usefulness_degree(n: int, sizes: dict[str, int], rho: float) -> int:
-    """The largest ``k`` with ``n / (c_k std_k) >= theta`` (module docstring), at least 1."""
+    """The largest ``k`` with ``n / (g^(k+1) std_k) >= theta`` (module docstring), at least 1."""
     d = len(sizes)
-    largest = sorted(sizes.values(), reverse=True)
+    log_g = sum(math.log(v) for v in sizes.values()) / d
     best = 1
     for k in range(1, d):
         rho_each = (1 - PRIVBAYES_SELECT_SHARE) * rho / (d - k)
         std = privacy.gaussian_std(rho_each, math.sqrt(2.0))
-        if n / (math.prod(largest[:k + 1]) * std) >= PRIVBAYES_THETA:
+        if math.log(n / std) - (k + 1) * log_g >= math.log(PRIVBAYES_THETA):
             best = k
     return best
 
