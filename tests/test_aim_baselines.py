@@ -192,7 +192,8 @@ def test_cli_help_lists_the_baselines():
         assert name in out.stdout
 
 
-def test_workload_and_compare_pages_offer_the_baselines():
+def test_workload_and_compare_pages_offer_and_run_the_baselines(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     at.button(key="sample_titanic").click().run()
@@ -202,3 +203,14 @@ def test_workload_and_compare_pages_offer_the_baselines():
     at.switch_page("app_pages/compare.py").run()
     assert not at.exception
     assert set(NEW) <= set(at.multiselect(key="cmp_mechs").options)
+    wb = at.session_state["wb"]
+    wb.update_settings(fit_iters=20, final_fit_iters=50)
+    at.multiselect(key="cmp_mechs").set_value(list(NEW))
+    at.multiselect(key="cmp_eps").set_value([1.0])
+    at.number_input(key="cmp_seeds").set_value(1)
+    at.button[[b.label for b in at.button].index("Start comparison")].click().run()
+    assert not at.exception and not at.error
+    assert wb.compare.worker.wait(180), "the comparison did not finish in time"
+    at.run()
+    assert not at.exception and not at.error
+    assert any("Comparison finished: 3 runs." in s.value for s in at.success)
