@@ -416,7 +416,7 @@ class Engine(RunLoop):
                              epsilon=plan.epsilon, rho_select=rho_select, rho_measure=rho_meas,
                              started=started, model_size_mb=self._model_size_mb(),
                              n_candidates=len(pool), curator=curator,
-                             note="" if m is not None else "selected only (measured within a later round)")
+                             note="" if m is not None else "selected only (inside a later round's)")
             pending = (plan, chosen, before)
         self._refit(self.final_fit_iters, self.final_fit_tol)
         self.model = st.model

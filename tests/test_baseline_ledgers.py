@@ -12,15 +12,20 @@ from hypothesis import strategies as st
 from test_ledger_properties import SETTINGS, check_all, check_exact, configs, run
 
 
+def checked_run(mechanism: str, cfg, **options):
+    """A run whose ledger passes every common check and ends at exactly rho:
+    (result, events, number of columns, rho)."""
+    result, events = run(mechanism, cfg, **options)
+    check_all(result, events, cfg)
+    check_exact(result)
+    return result, events, len(cfg["sizes"]), result.ledger.total
+
+
 @pytest.mark.slow
 @settings(max_examples=12, **SETTINGS)
 @given(cfg=configs(unbounded_ok=True))
 def test_mst_ledger(cfg):
-    result, events = run("mst", cfg)
-    check_all(result, events, cfg)
-    check_exact(result)
-    d = len(cfg["sizes"])
-    rho = result.ledger.total
+    result, events, d, rho = checked_run("mst", cfg)
     # a third on the 1-ways, the tree's selections and its measurements
     for step, round0 in (("measure", True), ("select", False), ("measure", False)):
         spent = sum(c.rho for c in result.ledger.charges
@@ -33,10 +38,7 @@ def test_mst_ledger(cfg):
 @settings(max_examples=12, **SETTINGS)
 @given(cfg=configs(unbounded_ok=False), degree=st.integers(1, 3))
 def test_privbayes_pgm_ledger(cfg, degree):
-    result, events = run("privbayes-pgm", cfg, degree=degree)
-    check_all(result, events, cfg)
-    check_exact(result)
-    d, rho = len(cfg["sizes"]), result.ledger.total
+    result, _, d, rho = checked_run("privbayes-pgm", cfg, degree=degree)
     k = min(degree, d - 1)
     selects = [c.rho for c in result.ledger.charges if c.step == "select"]
     assert selects == pytest.approx([0.3 * rho / (d - 1)] * (d - 1), rel=1e-9)
@@ -48,8 +50,5 @@ def test_privbayes_pgm_ledger(cfg, degree):
 @settings(max_examples=12, **SETTINGS)
 @given(cfg=configs(unbounded_ok=True))
 def test_independent_ledger(cfg):
-    result, events = run("independent", cfg)
-    check_all(result, events, cfg)
-    check_exact(result)
-    d, rho = len(cfg["sizes"]), result.ledger.total
+    result, _, d, rho = checked_run("independent", cfg)
     assert [c.rho for c in result.ledger.charges] == pytest.approx([rho / d] * d, rel=1e-12)

@@ -151,8 +151,10 @@ class PrivBayesPGM(AdaptiveMechanism):
         measure = j >= self.k
         if final:
             rho_measure = ledger.total - ledger.spent - rho_select
+        elif measure:
+            rho_measure = (1 - PRIVBAYES_SELECT_SHARE) * ledger.total / (d - self.k)
         else:
-            rho_measure = (1 - PRIVBAYES_SELECT_SHARE) * ledger.total / (d - self.k) if measure else 0.0
+            rho_measure = 0.0
         std = privacy.gaussian_std(rho_measure, state.neighbours.marginal_l2_sensitivity) \
             if measure else math.inf
         return RoundPlan(epsilon=privacy.exponential_eps(rho_select),
