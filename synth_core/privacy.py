@@ -207,8 +207,8 @@ def gem_eps0(rho: float, rounds: int, alpha: float) -> float:
 
 def privbayes_mi_sensitivity(n: int, binary: bool) -> float:
     """Sensitivity of PrivBayes's score ``I(X; Pi)`` (mutual information, in nats, of the
-    empirical distribution of ``n`` records) when one record is replaced (Zhang et al.
-    2017, Lemma 4.1): ``(1/n) log n + ((n-1)/n) log(n/(n-1))`` when ``X`` or ``Pi`` is
+    empirical distribution of ``n`` records) when one record is replaced (PrivBayes,
+    Zhang et al. 2017): ``(1/n) log n + ((n-1)/n) log(n/(n-1))`` when ``X`` or ``Pi`` is
     binary (two values), else ``(2/n) log((n+1)/2) + ((n-1)/n) log((n+1)/(n-1))``.
     """
     if n < 2:

@@ -389,10 +389,10 @@ def tables_of(n: int, cells: int):
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (2, 3), (3, 2), (3, 3)], ids=str)
-def test_privbayes_score_sensitivity_is_lemma_4_1(shape):
+def test_privbayes_score_sensitivity_is_privbayes_bound(shape):
     """Over every table of ``n`` records on ``X x Pi`` and every neighbour (one record
     moved to another cell), the mechanism's ``I(X; Pi)`` moves by at most PrivBayes's
-    Lemma 4.1 bound (the binary one when ``X`` or ``Pi`` has two values), and by
+    bound (the binary one when ``X`` or ``Pi`` has two values), and by
     exactly that on some table: the binary bound for every n, the general one for odd n."""
     from synth_core.mechanisms.privbayes import mutual_information
 

@@ -1,4 +1,4 @@
-"""MST (McKenna, Sheldon, Miklau 2021, "Winning the NIST contest", section 4).
+"""MST (McKenna, Sheldon, Miklau 2021, "Winning the NIST Contest"; the authors' ``mst.py``).
 
 The budget ``rho`` is split in thirds over three steps:
 

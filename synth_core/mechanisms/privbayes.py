@@ -14,7 +14,7 @@ and so is this mechanism. With ``d`` columns and degree ``k``:
   the network ``V``, by the exponential mechanism with
   ``eps = sqrt(8 beta rho / (d - 1))`` (cost ``beta rho / (d - 1)``) on the
   score ``I(X; Pi)``, the empirical mutual information, whose sensitivity is
-  PrivBayes's Lemma 4.1 (:func:`~synth_core.privacy.privbayes_mi_sensitivity`;
+  PrivBayes's bound (:func:`~synth_core.privacy.privbayes_mi_sensitivity`;
   the binary bound when every candidate of the round has a binary ``X`` or
   ``Pi``, else the general one).
 * **Measurement**: the marginals ``(X, Pi)`` of rounds ``k .. d - 1`` (the
