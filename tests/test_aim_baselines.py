@@ -4,6 +4,7 @@ place in the CLI and the app (both read the mechanism registry)."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from synth_core.mechanisms.mst import MST_STEP_SHARE
 from synth_core.mechanisms.privbayes import (PRIVBAYES_SELECT_SHARE, PRIVBAYES_THETA,
                                              usefulness_degree)
 from synth_core.privacy import LEDGER_RELATIVE_TOLERANCE, Neighbours
+from synth_core.report import CURATOR_ONLY_KEYS, check_release
 from tiny_tables import FIT, PRIVATE, SCHEMA, SIZES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,6 +163,20 @@ def test_independent_measures_each_one_way_once_and_fits_their_product(neighbour
     pair = model.counts(("a", "c")).reshape(SIZES["a"], SIZES["c"])
     product = np.outer(model.counts(("a",)), model.counts(("c",))) / total
     assert np.allclose(pair, product, atol=1e-6 * total)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_the_release_holds_no_curator_only_value(name):
+    """The report written for release passes the release check; the curator-only
+    candidate scores stay in the events' ``curator`` field, which it leaves out."""
+    synth, events = fitted(name)
+    report = synth.result.report
+    check_release(report)
+    text = json.dumps(report)
+    assert not any(f'"{key}"' in text for key in CURATOR_ONLY_KEYS)
+    selecting = [ev for ev in events if ev.epsilon is not None]
+    assert all(ev.curator is not None for ev in selecting)
+    assert all("curator" not in ev.to_release() for ev in events)
 
 
 # -- accuracy -------------------------------------------------------------------------------------
