@@ -180,6 +180,8 @@ class RoundPlan:
     fit_stddev: float = 1.0        # estimator weight of the measurement (1/fit_stddev)
     final: bool = False
     size_limit_mb: float = float("inf")
+    #: False: the round only selects (its marginal is measured inside a later one)
+    measure: bool = True
 
 
 @dataclass
@@ -407,16 +409,19 @@ class Engine(RunLoop):
             idx = self.noise.select(scores, plan.epsilon, plan.sensitivity)
             chosen = pool[idx]
             before = st.model
-            m = self._measure(chosen, st.round, plan.noise_std, plan.fit_stddev, plan.rho_measure)
+            m = self._measure(chosen, st.round, plan.noise_std, plan.fit_stddev,
+                              plan.rho_measure) if plan.measure else None
             self.last_selection = (st.round, plan, tuple(pool), chosen, before)
-            rho_meas = plan.rho_measure if chosen.source == PRIVATE else 0.0
+            private = m is not None and chosen.source == PRIVATE
+            rho_meas = plan.rho_measure if private else 0.0
             curator = CuratorScores(tuple(pool), tuple(float(s) for s in scores), idx,
-                                    plan.sensitivity, plan.rho_measure)
+                                    plan.sensitivity, plan.rho_measure if plan.measure else 0.0)
             yield self.event(round=st.round, cliques=[chosen.clique], source=chosen.source,
-                             sigma=m.noise_std if chosen.source == PRIVATE else None,
+                             sigma=m.noise_std if private else None,
                              epsilon=plan.epsilon, rho_select=rho_select, rho_measure=rho_meas,
                              started=started, model_size_mb=self._model_size_mb(),
-                             n_candidates=len(pool), curator=curator)
+                             n_candidates=len(pool), curator=curator,
+                             note="" if m is not None else "selected only (inside a later round's)")
             pending = (plan, chosen, before)
         self._refit(self.final_fit_iters, self.final_fit_tol)
         self.model = st.model

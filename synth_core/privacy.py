@@ -13,7 +13,8 @@ Building blocks (their use by each mechanism: docs/mechanisms.md):
   ``Delta``: ``Pr[r] ~ exp(eps * score(r) / (2 Delta))``; costs ``eps^2 / 8``.
 * Permute-and-flip with parameter ``eps`` is ``eps``-DP; charged ``eps^2 / 2``.
 * Per-round parameters of the comparison mechanisms: :func:`pmw_pub_eps0`
-  (PMW-Pub) and :func:`gem_eps0` (GEM, GEM-Pub).
+  (PMW-Pub) and :func:`gem_eps0` (GEM, GEM-Pub); the sensitivity of
+  PrivBayes's mutual-information score: :func:`privbayes_mi_sensitivity`.
 * ``(epsilon, delta)`` converts to the largest ``rho`` whose exact conversion
   (Canonne, Kamath and Steinke 2020) gives at most ``delta``.
 """
@@ -202,6 +203,19 @@ def gem_eps0(rho: float, rounds: int, alpha: float) -> float:
     if not 0 < alpha < 1:
         raise ConfigError(f"GEM's budget split alpha must lie in (0, 1), got {alpha}.")
     return math.sqrt(2.0 * rho / (rounds * (alpha ** 2 + (1 - alpha) ** 2)))
+
+
+def privbayes_mi_sensitivity(n: int, binary: bool) -> float:
+    """Sensitivity of PrivBayes's score ``I(X; Pi)`` (mutual information, in nats, of the
+    empirical distribution of ``n`` records) when one record is replaced (PrivBayes,
+    Zhang et al. 2017): ``(1/n) log n + ((n-1)/n) log(n/(n-1))`` when ``X`` or ``Pi`` is
+    binary (two values), else ``(2/n) log((n+1)/2) + ((n-1)/n) log((n+1)/(n-1))``.
+    """
+    if n < 2:
+        raise ConfigError(f"PrivBayes's score needs at least two records, got n={n}.")
+    if binary:
+        return math.log(n) / n + (n - 1) / n * math.log(n / (n - 1))
+    return 2.0 / n * math.log((n + 1) / 2.0) + (n - 1) / n * math.log((n + 1) / (n - 1))
 
 
 # --------------------------------------------------------------------------

@@ -58,6 +58,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     6: ("backends.inputs", "backends"),
     7: ("engine", "conditional", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",
+        "mechanisms.mst", "mechanisms.privbayes", "mechanisms.independent",
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",
         "mechanisms.vjam_pgm", "uncertainty", "report", "budget", "notebook"),
     8: ("api",),

@@ -35,6 +35,9 @@ SMALL = {
     "gem-pub": dict(rounds=2, **TINY_GEM),
     "vgem-pub": dict(rounds=2, **TINY_GEM),
     "public-only": {},
+    "mst": {},
+    "privbayes-pgm": dict(degree=2),
+    "independent": {},
 }
 PUBLIC_COLUMNS = ["sex"]
 

@@ -46,6 +46,11 @@ CASES = {
     "vgem-pub": ("vgem-pub", dict(rounds=3, pretrain_max_steps=10, **GEM_TINY),
                  {"public_columns": ["a", "b"]}),
     "public-only": ("public-only", {}, {"public": PUBLIC}),
+    "mst": ("mst", dict(**FIT), {}),
+    "mst-unbounded": ("mst", dict(neighbours="unbounded", **FIT), {}),
+    "privbayes-pgm": ("privbayes-pgm", dict(**FIT), {}),
+    "privbayes-pgm-degree2": ("privbayes-pgm", dict(degree=2, **FIT), {}),
+    "independent": ("independent", dict(**FIT), {}),
 }
 
 

@@ -204,6 +204,16 @@ ENGINE_SETUPS = [
     Setup("vjam-pgm", "bounded", opts(rounds=5)),
     Setup("vjam-pgm", "vertical", opts(rounds=5, public_columns=("c",))),
     Setup("vjam-pgm", "vertical", opts(rounds=5, public_columns=("c",), conditional=True)),
+    Setup("mst", "bounded"),
+    Setup("mst", "unbounded"),
+]
+#: the AIM paper's other baselines: PrivBayes's score is not tight on the crafted
+#: table (its own exhaustive test below), Independent selects nothing
+BASELINE_SETUPS = [
+    Setup("privbayes-pgm", "bounded", opts(degree=1)),
+    Setup("privbayes-pgm", "bounded", opts(degree=2)),
+    Setup("independent", "bounded"),
+    Setup("independent", "unbounded"),
 ]
 QUERY_SETUPS = [
     Setup("pmw-pub", "bounded", opts(rounds=3), public_rows=True),
@@ -370,6 +380,72 @@ def test_pgm_sensitivities_are_reached(setup):
     assert changes.free == 0.0
 
 
+# -- PrivBayes's mutual information and the initial 1-ways of MST and Independent ----------
+
+def tables_of(n: int, cells: int):
+    """Every table of ``n`` records over ``cells`` cells, as count vectors."""
+    for records in itertools.combinations_with_replacement(range(cells), n):
+        yield np.bincount(records, minlength=cells).astype(float)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (2, 3), (3, 2), (3, 3)], ids=str)
+def test_privbayes_score_sensitivity_is_privbayes_bound(shape):
+    """Over every table of ``n`` records on ``X x Pi`` and every neighbour (one record
+    moved to another cell), the mechanism's ``I(X; Pi)`` moves by at most PrivBayes's
+    bound (the binary one when ``X`` or ``Pi`` has two values), and by
+    exactly that on some table: the binary bound for every n, the general one for odd n."""
+    from synth_core.mechanisms.privbayes import mutual_information
+
+    binary = min(shape) == 2
+    for n in (range(3, 7) if binary else (3, 4, 5)):
+        worst = 0.0
+        for counts in tables_of(n, shape[0] * shape[1]):
+            base = mutual_information(counts, shape[0])
+            for i in np.flatnonzero(counts):
+                for j in range(counts.size):
+                    other = counts.copy()
+                    other[i] -= 1
+                    other[j] += 1
+                    worst = max(worst, abs(mutual_information(other, shape[0]) - base))
+        bound = privacy.privbayes_mi_sensitivity(n, binary)
+        assert worst <= bound * (1 + ROUNDING), (n, worst, bound)
+        if binary or n % 2:
+            assert worst == pytest.approx(bound, rel=1e-9), n
+
+
+def test_privbayes_rounds_stay_within_their_sensitivities():
+    """Each round of PrivBayes+PGM on random tables: no neighbour moves a score by
+    more than the sensitivity passed to the noise source, nor a measured marginal by
+    more than the L2 sensitivity its charge assumes."""
+    setup = BASELINE_SETUPS[0]
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        rows = random_rows(rng, int(rng.integers(8, 13)))
+        noise = RecordingNoise(np.random.default_rng(seed))
+        engine = engine_for(setup, rows, None, seed, noise)
+        mech = engine.mechanism
+        for _ in engine.rounds():
+            round_, plan, pool, _, before = engine.last_selection
+            state = dataclasses.replace(engine.state, model=before)
+            draw = [d for d in noise.calls if d.kind == "select"][-1]
+            assert draw.sensitivity == plan.sensitivity
+            changes = largest_changes(mech, state, plan, list(pool), rows, setup)
+            assert changes.score <= plan.sensitivity * (1 + ROUNDING), (seed, round_, changes)
+            assert changes.private <= measured_l2(plan) * (1 + ROUNDING), (seed, round_)
+
+
+@pytest.mark.parametrize("setup", [s for s in ENGINE_SETUPS + BASELINE_SETUPS
+                                   if s.name in ("mst", "independent")], ids=str)
+def test_initial_one_ways_are_charged_for_their_sensitivity(setup):
+    """MST's and Independent's round-0 1-ways move by at most, and on some neighbour
+    exactly, the L2 sensitivity their charges assume."""
+    rows = random_rows(np.random.default_rng(4), 10)
+    engine = engine_for(setup, rows, None, 4)
+    for _ in engine.rounds():
+        pass
+    check_initial_measurements(engine, rows, setup)
+
+
 # -- PMW-Pub, GEM and their variants: scores and queries as their loops see them -----------
 
 def query_run(setup: Setup, rows, public_rows, seed: int, replay=None):
@@ -466,7 +542,7 @@ SELECTION_COST = {"select": ("exponential", privacy.exponential_rho),
                   "permute-and-flip": ("permute-and-flip", privacy.permute_and_flip_rho)}
 
 
-@pytest.mark.parametrize("setup", ENGINE_SETUPS + QUERY_SETUPS, ids=str)
+@pytest.mark.parametrize("setup", ENGINE_SETUPS + QUERY_SETUPS + BASELINE_SETUPS, ids=str)
 def test_every_draw_is_charged(setup):
     """One ledger charge per draw, in order, each what its draw costs: a selection
     ``eps^2 / 8`` (exponential mechanism) or ``eps^2 / 2`` (permute-and-flip)

@@ -32,6 +32,9 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "gem-pub": ("gem", "GEMPub"),
     "vgem-pub": ("gem", "VGEMPub"),
     "public-only": ("public_only", "PublicOnly"),
+    "mst": ("mst", "MST"),
+    "privbayes-pgm": ("privbayes", "PrivBayesPGM"),
+    "independent": ("independent", "Independent"),
 }
 
 #: names the package exports, each from one module of synth_core.mechanisms
@@ -118,7 +121,7 @@ def make_mechanism(name: str, **options):
 
 
 __all__ = ["AIM", "JAMPGM", "VJAMPGM", "MWEMPGM", "PMWPub", "VPMW", "GEM", "GEMPub", "VGEMPub",
-           "PublicOnly", "MECHANISMS", "Mechanism", "AdaptiveMechanism", "Capabilities", "Option",
+           "PublicOnly", "MST", "PrivBayesPGM", "Independent", "MECHANISMS", "Mechanism", "AdaptiveMechanism", "Capabilities", "Option",
            "ScoreTerms", "NO", "OPTIONAL", "REQUIRED", "BOUNDED", "UNBOUNDED", "PGM_MODEL",
            "QUERY_ANSWERS", "PUBLIC_ROWS", "check_options", "make_mechanism", "mechanism_class",
            "resolve_fit_iters", "REGISTRY", "MechanismRegistry"]
