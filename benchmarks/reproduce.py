@@ -1,7 +1,8 @@
 """Reproduce the seed papers' headline comparisons on ``../shared/data``:
 runs a resumable sweep (``synth_core.experiments``), then writes a plot (PNG)
-and a Markdown table of workload error against epsilon (for the JAM figures
-followed by the paper's findings checked on the means, see docs/experiments.md).
+and a Markdown table of workload error against epsilon, followed by the
+paper's claims checked as it words them (benchmarks/paper_findings.py; see
+docs/experiments.md).
 
 Figures:
 
@@ -13,8 +14,10 @@ Figures:
   the columns public): AIM, vJAM-PGM, Conditional AIM, Conditional vJAM-PGM,
   error on the marginals with at least one private column.
 
-All: all-3-way workload, delta 1e-9, bounded DP, the mechanisms' paper
-defaults, epsilon in {0.1, 1, 10}, seeds 0-2. Each run is its own process
+Default setting, all figures: all-3-way workload, delta 1e-9, bounded DP, the
+mechanisms' own defaults, epsilon in {0.1, 1, 10}, seeds 0-2. ``--setting
+paper`` uses each paper's stated delta, epsilons, seeds, rounds and neighbour
+relation (:data:`PAPER`; results in ``<folder>/paper_setting/``). Each run is its own process
 (``isolate``), so a long sweep stays bounded in memory. Each figure has its
 folder ``benchmarks/results/<figure>/`` (``jam_adult``, ``jam_titanic``): the
 per-run Parquet files in ``store/`` (kept out of git; stopping and restarting
@@ -30,6 +33,7 @@ table), vertical Adult about 7 h per seed, so run subsets with
     python benchmarks/reproduce.py jam-titanic
     python benchmarks/reproduce.py jam-adult --mechanisms jam-pgm aim --seeds 0
     python benchmarks/reproduce.py vertical-adult --plot-only
+    python benchmarks/reproduce.py jam-titanic --setting paper --mechanisms "gem-pub T=1"
 
 The PNG is a Plotly figure exported by kaleido (``pip install -e ".[bench]"``)
 with an installed Chrome or Chromium; without them the table is still written. The figures are CURATOR-ONLY diagnostics (true errors).
