@@ -147,8 +147,8 @@ def cell_index(rows: list[dict]) -> dict[tuple, dict]:
     return {(r["dataset"], r["mechanism"], float(r["epsilon"])): r for r in rows}
 
 
-def epsilons_of(rows: list[dict], keep=lambda e: True) -> list[float]:
-    return sorted({float(r["epsilon"]) for r in rows if keep(float(r["epsilon"]))})
+def epsilons_of(rows: list[dict]) -> list[float]:
+    return sorted({float(r["epsilon"]) for r in rows})
 
 
 def datasets_of(rows: list[dict]) -> list[str]:
