@@ -24,6 +24,7 @@ skipped when the script runs again, so it can be stopped and resumed.
 
     python benchmarks/vertical.py --fractions 0.25 0.5 0.75 --epsilons 0.1 1 10 --seeds 0 1 2
     python benchmarks/vertical.py --summary          # table of means and the orderings
+    python benchmarks/vertical.py --findings --score all   # the paper's claims, checked
     python benchmarks/vertical.py --markdown --score all   # the table on W instead of W'
     python benchmarks/vertical.py --missing          # runs still to do, with their commands
 
@@ -451,22 +452,28 @@ def done_keys(path: Path) -> set:
     return {key(r) for r in read_rows(path)}
 
 
-def figure(paths: list[Path]) -> None:
-    """The vertical paper's Figure 2 from these runs (PNG and Markdown, as
-    ``reproduce.py vertical-adult`` writes them; counterfactual runs left out)."""
-    import reproduce
-
+def figure_rows(paths: list[Path], field: str = "error_private") -> list[dict]:
+    """Mean, min and max of ``field`` over seeds per (fraction, mechanism, epsilon),
+    as ``reproduce.table`` rows (counterfactual runs left out)."""
     groups: dict = {}
     for r in read_rows(*paths):
         if "@" not in r["mechanism"]:
             name = f"adult, {int(r['public_fraction'] * 100)}% columns public"
             groups.setdefault((name, r["mechanism"], r["epsilon"]), []).append(r)
-    rows = [{"dataset": d, "mechanism": m, "epsilon": e, "seeds": len(rs),
-             "mean": statistics.mean(x["error_private"] for x in rs),
-             "min": min(x["error_private"] for x in rs),
-             "max": max(x["error_private"] for x in rs),
+    return [{"dataset": d, "mechanism": m, "epsilon": e, "seeds": len(rs),
+             "mean": statistics.mean(x[field] for x in rs),
+             "min": min(x[field] for x in rs),
+             "max": max(x[field] for x in rs),
              "cpu_seconds": statistics.mean(x["cpu_seconds"] for x in rs)}
             for (d, m, e), rs in sorted(groups.items())]
+
+
+def figure(paths: list[Path]) -> None:
+    """The vertical paper's Figure 2 from these runs (PNG and Markdown, as
+    ``reproduce.py vertical-adult`` writes them; counterfactual runs left out)."""
+    import reproduce
+
+    rows = figure_rows(paths)
     out = reproduce.folder("vertical-adult")
     out.mkdir(parents=True, exist_ok=True)
     reproduce.write_markdown("vertical-adult", rows, out / "figure.md")
@@ -603,6 +610,9 @@ def main():
                          "all-public ones) (default: %(default)s)")
     ap.add_argument("--summary", action="store_true",
                     help="print the summary of the results file")
+    ap.add_argument("--findings", action="store_true",
+                    help="print the vertical paper's claims checked on --score "
+                         "(benchmarks/paper_findings.py)")
     ap.add_argument("--missing", action="store_true",
                     help="list the runs of --fractions x --mechanisms x --epsilons x --seeds "
                          "(at the defaults) not in the results yet, with their commands")
@@ -627,6 +637,11 @@ def main():
     merged = [args.results]
     if args.summary:
         return summary(merged, args.score)
+    if args.findings:
+        import paper_findings
+        for f in paper_findings.findings("vertical-adult", figure_rows(merged, SCORES[args.score])):
+            emit(bench="vertical-finding", scored_on=args.score, **f)
+        return
     if args.figure:
         return figure(merged)
     if args.missing:
