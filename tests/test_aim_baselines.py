@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from synth_core import Synthesizer
+from synth_core.mechanisms import MECHANISMS
 from synth_core.errors import ConfigError
 from synth_core.mechanisms.mst import MST_STEP_SHARE
 from synth_core.mechanisms.privbayes import (PRIVBAYES_SELECT_SHARE, PRIVBAYES_THETA,
@@ -215,10 +216,12 @@ def test_workload_and_compare_pages_offer_and_run_the_baselines(tmp_path, monkey
     at.button(key="sample_titanic").click().run()
     at.switch_page("app_pages/workload.py").run()
     assert not at.exception
-    assert set(NEW) <= set(at.selectbox(key="mechanism").options)
+    titles = [MECHANISMS[name].title for name in NEW]
+    offered = at.selectbox(key="mechanism").options       # shown as "<title>: what it does"
+    assert all(any(o.startswith(f"{t}: ") for o in offered) for t in titles), offered
     at.switch_page("app_pages/compare.py").run()
     assert not at.exception
-    assert set(NEW) <= set(at.multiselect(key="cmp_mechs").options)
+    assert set(titles) <= set(at.multiselect(key="cmp_mechs").options)
     wb = at.session_state["wb"]
     wb.update_settings(fit_iters=20, final_fit_iters=50)
     at.multiselect(key="cmp_mechs").set_value(list(NEW))

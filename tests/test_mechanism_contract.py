@@ -96,6 +96,13 @@ def test_option_table_is_the_constructor(name):
         assert opt.default is None or isinstance(opt.default, opt.type), opt
 
 
+def test_every_mechanism_has_its_own_title():
+    """Pages and reports name a mechanism by its title: each declares one of its own."""
+    titles = {name: cls.title for name, cls in MECHANISMS.items()}
+    assert all(titles.values()), [n for n, t in titles.items() if not t]
+    assert len(set(titles.values())) == len(titles)
+
+
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_every_declared_option_is_accepted_and_others_are_refused(name):
     cls = MECHANISMS[name]

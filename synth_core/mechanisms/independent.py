@@ -20,6 +20,7 @@ from .base import AdaptiveMechanism, Capabilities
 
 class Independent(AdaptiveMechanism):
     name = "independent"
+    title = "Independent"
     capabilities = Capabilities(public_columns_variant="aim with --conditional")
     selection = "none (every 1-way marginal, chosen without the data)"
 

@@ -60,6 +60,7 @@ class Components:
 
 class MST(AdaptiveMechanism):
     name = "mst"
+    title = "MST"
     capabilities = Capabilities(public_columns_variant="aim with --conditional")
     selection = "exponential mechanism (Gumbel-max), one spanning-tree edge per round"
 

@@ -79,6 +79,7 @@ def usefulness_degree(n: int, sizes: dict[str, int], rho: float) -> int:
 
 class PrivBayesPGM(AdaptiveMechanism):
     name = "privbayes-pgm"
+    title = "PrivBayes+PGM"
     capabilities = Capabilities(public_columns_variant="aim with --conditional",
                                 neighbours=(BOUNDED,))
     selection = "exponential mechanism (Gumbel-max) on PrivBayes's mutual information"
