@@ -27,7 +27,8 @@ SMALL = {"aim": dict(rounds=8), "jam-pgm": dict(rounds=3, alpha=0.7),
          "vjam-pgm": dict(rounds=3, alpha=0.7), "mwem-pgm": dict(rounds=3),
          "pmw-pub": dict(rounds=3), "vpmw": dict(rounds=3, support_size=400),
          "gem": dict(rounds=2, **GEM_TINY), "gem-pub": dict(rounds=2, **GEM_TINY),
-         "vgem-pub": dict(rounds=2, **GEM_TINY), "public-only": {}}
+         "vgem-pub": dict(rounds=2, **GEM_TINY), "public-only": {}, "mst": {},
+         "privbayes-pgm": dict(degree=1), "independent": {}}
 CHOICES = [c.key for c in mechanism_choices()]
 
 
