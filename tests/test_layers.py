@@ -18,7 +18,7 @@ module of synth_core, lowest layer first. A table passed to
      4 contract    backends.base (the Backend and MarginalCounter protocols, FlagSummary)
      3 tables      tables (loading files, public rows, column checks), backends.encoding
      2 schema      schema (the domain: encoding and decoding values)
-     1 counts      marginals, workload, privacy, model, evaluate
+     1 counts      marginals, workload, privacy, model, evaluate, size_filter
      0 foundation  errors, version, heap, runtime (process settings a run applies), inference,
                    charts, session_registry
 
@@ -45,7 +45,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "synth_core"
 #: layer -> modules (names relative to synth_core; "" is the package itself)
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("errors", "version", "heap", "runtime", "inference", "charts", "session_registry"),
-    1: ("marginals", "workload", "privacy", "model", "evaluate"),
+    1: ("marginals", "workload", "privacy", "model", "evaluate", "size_filter"),
     2: ("schema",),
     3: ("tables", "backends.encoding"),
     4: ("backends.base",),
