@@ -194,18 +194,32 @@ def event_record(event) -> dict:
             "rho_spent": event.rho_spent, "rho_total": event.rho_total}
 
 
+def memory_mb() -> dict:
+    """This process's resident set now and its peak so far (MB)."""
+    with open("/proc/self/status") as fh:
+        now = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
+    return {"rss_mb": round(now / 1024, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
 def child(mechanism: str, paths: dict[str, Path], progress: Path) -> None:
-    """Run to the end, appending each event to ``progress``; print the result line."""
+    """Run to the end, appending each event (with the memory at that point) to
+    ``progress``; print the result line, with the peak RSS at the end of the rounds
+    (before sampling), after sampling and after the curator diagnostics."""
     synth = synthesizer(mechanism)
     inputs = run_inputs(mechanism, paths)
     with progress.open("a") as fh:
         for event in synth.run(inputs["data"], inputs["public"], schema=inputs["schema"]):
-            fh.write(json.dumps(event_record(event)) + "\n")
+            fh.write(json.dumps({**event_record(event), **memory_mb()}) + "\n")
             fh.flush()
     result = synth.result
-    print(json.dumps({"workload_error": result.curator_diagnostics().workload_error,
+    sampled = memory_mb()["peak_rss_mb"]
+    error = result.curator_diagnostics().workload_error
+    print(json.dumps({"workload_error": error,
                       "rounds": sum(1 for e in result.events if e.round > 0),
-                      "rho_spent": result.events[-1].rho_spent}), flush=True)
+                      "rho_spent": result.events[-1].rho_spent,
+                      "peak_rss_sampled_mb": sampled,
+                      "peak_rss_diagnostics_mb": memory_mb()["peak_rss_mb"]}), flush=True)
 
 
 def progress_summary(progress: Path) -> dict:
@@ -216,11 +230,14 @@ def progress_summary(progress: Path) -> dict:
             "rho_spent": events[-1]["rho_spent"] if events else 0.0,
             "rho_total": events[-1]["rho_total"] if events else None,
             "fit_paths": sorted({e["fit_path"] for e in events if e["fit_path"]}),
+            "peak_rss_rounds_mb": max((e.get("peak_rss_mb", 0.0) for e in events), default=None),
             "round_seconds": round(sum(e["seconds"] for e in events), 3)}
 
 
-def run_one(mechanism: str, rows: int, seed: int, max_cpu: float) -> dict:
-    """One fresh child process; CPU (user + sys) and peak RSS from ``os.wait4``."""
+def run_one(mechanism: str, rows: int, seed: int, max_cpu: float,
+            events_dir: Path | None = None) -> dict:
+    """One fresh child process; CPU (user + sys) and peak RSS from ``os.wait4``;
+    its round events are copied to ``events_dir/<mechanism>_events.jsonl`` if given."""
     paths = generate(rows, seed)
     load_before = loadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,6 +255,10 @@ def run_one(mechanism: str, rows: int, seed: int, max_cpu: float) -> dict:
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
         done = progress_summary(progress)
+        if events_dir is not None and progress.exists():
+            events_dir.mkdir(parents=True, exist_ok=True)
+            name = mechanism.replace("-", "_") + "_events.jsonl"
+            (events_dir / name).write_text(progress.read_text())
     record = {"bench": "wide_table", "mechanism": mechanism, "rows": rows,
               "columns": N_COLUMNS, "seed": seed, "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
               "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "wall_s": round(wall, 2),
@@ -344,6 +365,8 @@ def main(argv=None) -> None:
                     help="time the size filter's model-size question alone")
     ap.add_argument("--child", choices=MECHANISMS, help=argparse.SUPPRESS)
     ap.add_argument("--progress", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--events-dir", type=Path,
+                    help="copy each run's round events to DIR/<mechanism>_events.jsonl")
     args = ap.parse_args(argv)
     if args.child:
         child(args.child, generate(args.rows, args.seed), args.progress)
@@ -358,7 +381,8 @@ def main(argv=None) -> None:
             print(json.dumps(line), flush=True)
     else:
         for mech in args.only:
-            print(json.dumps(run_one(mech, args.rows, args.seed, args.max_cpu)), flush=True)
+            print(json.dumps(run_one(mech, args.rows, args.seed, args.max_cpu, args.events_dir)),
+                  flush=True)
 
 
 if __name__ == "__main__":

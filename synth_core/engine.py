@@ -219,11 +219,21 @@ class RunState:
 DEFAULT_FIT_ITERS = 100
 
 
+#: candidate cliques whose model marginals exist at once while scoring (a round's
+#: answers on a wide table are hundreds of MB; freed chunk by chunk, they are never all held)
+SCORE_CHUNK = 64
+
+
 def model_errors(state: "RunState", candidates: Sequence[Candidate]) -> dict[Clique, float]:
     """CURATOR-ONLY: ``||M_r(D) - M_r(p)||_1`` of each candidate clique (exact, from private data)."""
     private = state.data.private
-    answers = state.model.counts_many([c.clique for c in candidates])
-    return {cl: float(np.abs(private.marginal(cl) - ans).sum()) for cl, ans in answers.items()}
+    cliques = list(dict.fromkeys(c.clique for c in candidates))
+    out = {}
+    for i in range(0, len(cliques), SCORE_CHUNK):
+        answers = state.model.counts_many(cliques[i:i + SCORE_CHUNK])
+        out.update({cl: float(np.abs(private.marginal(cl) - ans).sum())
+                    for cl, ans in answers.items()})
+    return out
 
 
 def expected_noise_l1(noise_std: float, cells: int) -> float:
