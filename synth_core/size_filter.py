@@ -25,6 +25,9 @@ column. This module answers the same question exactly, with less work:
   since the last round, or that another candidate formed already, costs a
   dictionary look-up. A candidate's verdict is recomputed only when its
   merged component differs from one seen before.
+* ``f`` itself is the greedy elimination with each column's cost recomputed
+  only when a neighbour goes (:func:`greedy_elimination`), not every column's
+  at every step.
 * ``cells(c) * 8 B > limit`` rejects without simulation: some maximal clique
   of the triangulation contains ``c``, so the tree has at least ``cells(c)`` cells.
 """
@@ -32,9 +35,10 @@ column. This module answers the same question exactly, with less work:
 from __future__ import annotations
 
 import functools
+import math
 from typing import Mapping, Sequence
 
-from .inference import cells, elimination_cliques
+from .inference import cells
 
 Clique = tuple[str, ...]
 Edge = tuple[str, str]
@@ -154,4 +158,34 @@ def component_cells(columns: tuple[tuple[str, int], ...], edges: frozenset) -> i
     sizes = dict(columns)
     if not edges:
         return sum(sizes.values())
-    return sum(cells(sizes, c) for c in elimination_cliques(sizes, list(edges)))
+    return sum(math.prod(sizes[c] for c in f) for f in greedy_elimination(sizes, edges))
+
+
+def greedy_elimination(sizes: Mapping[str, int], edges) -> list[frozenset]:
+    """The maximal cliques of mbi's greedy elimination of a graph whose every column
+    has a neighbour (:func:`synth_core.inference.elimination_cliques`' rule: eliminate
+    the column whose clique with its neighbours has the fewest cells, ties to the
+    earlier column; join its neighbours).
+
+    The cost of a column changes only when one of its neighbours is eliminated, so
+    only those costs are recomputed after each step.
+    """
+    nbrs: dict[str, set] = {a: set() for a in sizes}
+    for a, b in edges:
+        nbrs[a].add(b)
+        nbrs[b].add(a)
+    cost = {a: sizes[a] * math.prod(sizes[b] for b in nbrs[a]) for a in sizes}
+    remaining = list(sizes)
+    formed = []
+    while remaining:
+        best = min(remaining, key=cost.__getitem__)   # the first of the cheapest
+        remaining.remove(best)
+        around = nbrs.pop(best)
+        for b in around:
+            joined = nbrs[b]
+            joined.discard(best)
+            joined.update(around)
+            joined.discard(b)
+            cost[b] = sizes[b] * math.prod(sizes[c] for c in joined)
+        formed.append(frozenset(around | {best}))
+    return [f for f in dict.fromkeys(formed) if not any(f < o for o in formed)]
