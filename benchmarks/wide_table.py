@@ -26,8 +26,11 @@ Modes:
 * ``--profile MECH``: the mechanism under cProfile in this process, stopped after
   ``--profile-events`` round events; prints the events (seconds, candidates,
   fit path) and the top 25 functions by cumulative and by own time.
-* ``--size-filter``: CPU seconds of the size filter's model-size question for
-  every 3-way candidate, as it is and with ``math.prod`` in place of ``np.prod``.
+* ``--size-filter EVENTS``: CPU seconds of the size filter for every 3-way
+  candidate over the sequence of models of a run's event file (its cache
+  carried across the rounds), against the uncached question at a few rounds.
+* ``--events-dir DIR`` (default mode): each run's round events, with the RSS at
+  each, copied to ``DIR/<mechanism>_events.jsonl``.
 * ``--generate-only``: write the tables and the schema, print their paths.
 
 Usage::
@@ -320,35 +323,56 @@ def profile(mechanism: str, rows: int, seed: int, events: int) -> list[dict]:
     return lines
 
 
-def size_filter_cost(seed: int, model_cliques: list[tuple[str, ...]]) -> dict:
-    """CPU seconds (this process) of the size filter's question, the junction-tree MB
-    of the model plus one candidate, for every 3-way clique of the table, with
-    ``inference.cells`` as it is (``np.prod``) and with ``math.prod`` swapped in
-    (what the first change would save; restored afterwards)."""
-    import itertools
-    import math
+def run_models(events_path: Path) -> list[list[tuple[str, ...]]]:
+    """The model's cliques after each round event of a run's event file."""
+    model, models = [], []
+    for line in events_path.read_text().splitlines():
+        if line.strip():
+            model = model + [tuple(c) for c in json.loads(line)["cliques"]]
+            models.append(model)
+    return models
 
-    from synth_core import inference, model
+
+def size_filter_cost(seed: int, events_path: Path, limit_mb: float = 80.0,
+                     report_at: tuple[int, ...] = (1, 10, 25, 48)) -> list[dict]:
+    """CPU seconds (this process) of the size filter over every 3-way candidate, for the
+    sequence of models of a run (``events_path``): :func:`synth_core.size_filter.size_filter`
+    on every model in order (its cache carried from round to round) against the uncached
+    question (``model_size_mb`` of the model plus each candidate) at the events
+    ``report_at``; the verdicts must agree."""
+    import itertools
+
+    from synth_core.engine import Candidate
+    from synth_core.model import model_size_mb
+    from synth_core.size_filter import component_cells, size_filter
 
     sizes = column_sizes(seed)
-    candidates = list(itertools.combinations(sizes, 3))
-
-    def timed() -> float:
+    pool = [Candidate(cl) for cl in itertools.combinations(sizes, 3)]
+    component_cells.cache_clear()
+    lines, total = [], 0.0
+    for i, model in enumerate(run_models(events_path)):
         start = time.process_time()
-        for cand in candidates:
-            model.model_size_mb(sizes, [*model_cliques, cand])
-        return time.process_time() - start
-
-    as_is = timed()
-    original = inference.cells
-    inference.cells = lambda s, clique: math.prod(s[c] for c in clique)
-    try:
-        swapped = timed()
-    finally:
-        inference.cells = original
-    return {"bench": "wide_table_size_filter", "candidates": len(candidates),
-            "model_cliques": [list(c) for c in model_cliques], "cpu_s_np_prod": round(as_is, 3),
-            "cpu_s_math_prod": round(swapped, 3), "loadavg": loadavg()}
+        kept = size_filter(sizes, model, pool, limit_mb)
+        filtered = time.process_time() - start
+        total += filtered
+        if i not in report_at:
+            continue
+        start = time.process_time()
+        covered = [set(cl) for cl in model]
+        exact = [c for c in pool if any(set(c.clique) <= s for s in covered)
+                 or model_size_mb(sizes, [*model, c.clique]) <= limit_mb]
+        uncached = time.process_time() - start
+        if exact != kept:
+            raise AssertionError(f"size filter verdicts differ at event {i}")
+        info = component_cells.cache_info()
+        lines.append({"bench": "wide_table_size_filter", "event": i, "model_cliques": len(model),
+                      "candidates": len(pool), "kept": len(kept), "limit_mb": limit_mb,
+                      "cpu_s_uncached": round(uncached, 3), "cpu_s_filter": round(filtered, 3),
+                      "cache_hits": info.hits, "cache_misses": info.misses,
+                      "loadavg": loadavg()})
+    lines.append({"bench": "wide_table_size_filter", "event": "all", "events": i + 1,
+                  "candidates": len(pool), "cpu_s_filter": round(total, 3), "loadavg": loadavg()})
+    return lines
 
 
 def main(argv=None) -> None:
@@ -361,8 +385,8 @@ def main(argv=None) -> None:
     ap.add_argument("--profile-events", type=int, default=4,
                     help="round events (round 0 included) to profile")
     ap.add_argument("--generate-only", action="store_true")
-    ap.add_argument("--size-filter", action="store_true",
-                    help="time the size filter's model-size question alone")
+    ap.add_argument("--size-filter", type=Path, metavar="EVENTS",
+                    help="time the size filter alone over the models of a run's event file")
     ap.add_argument("--child", choices=MECHANISMS, help=argparse.SUPPRESS)
     ap.add_argument("--progress", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--events-dir", type=Path,
@@ -373,9 +397,8 @@ def main(argv=None) -> None:
     elif args.generate_only:
         print(json.dumps({k: str(v) for k, v in generate(args.rows, args.seed).items()}))
     elif args.size_filter:
-        cliques = [("c04", "c06", "c11"), ("c07", "c10", "c15"), ("c05", "c10", "c14")]
-        for n in (0, 3):
-            print(json.dumps(size_filter_cost(args.seed, cliques[:n] or [("c04",)])), flush=True)
+        for line in size_filter_cost(args.seed, args.size_filter):
+            print(json.dumps(line), flush=True)
     elif args.profile:
         for line in profile(args.profile, args.rows, args.seed, args.profile_events):
             print(json.dumps(line), flush=True)

@@ -6,7 +6,6 @@ measured cliques, round by round, with the component cache carried across rounds
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 from pathlib import Path
 
@@ -82,13 +81,7 @@ def test_filter_keeps_what_the_limit_allows_on_random_models():
 def wide_run_models():
     """(column sizes, the model's cliques after each round) of the committed wide-table
     AIM run (eps 1, all-3way): round 0's one-way marginals, then one clique a round."""
-    events = [json.loads(line) for line in AIM_EVENTS.read_text().splitlines() if line.strip()]
-    sizes = wide_table.column_sizes(0)
-    model, models = [], []
-    for ev in events:
-        model = model + [tuple(c) for c in ev["cliques"]]
-        models.append(model)
-    return sizes, models
+    return wide_table.column_sizes(0), wide_table.run_models(AIM_EVENTS)
 
 
 def check_run(step: int) -> int:
