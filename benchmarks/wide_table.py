@@ -389,6 +389,7 @@ def main(argv=None) -> None:
                     help="time the size filter alone over the models of a run's event file")
     ap.add_argument("--child", choices=MECHANISMS, help=argparse.SUPPRESS)
     ap.add_argument("--progress", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--label", help="a 'code' field on each run line (e.g. the commit measured)")
     ap.add_argument("--events-dir", type=Path,
                     help="copy each run's round events to DIR/<mechanism>_events.jsonl")
     args = ap.parse_args(argv)
@@ -404,8 +405,8 @@ def main(argv=None) -> None:
             print(json.dumps(line), flush=True)
     else:
         for mech in args.only:
-            print(json.dumps(run_one(mech, args.rows, args.seed, args.max_cpu, args.events_dir)),
-                  flush=True)
+            record = run_one(mech, args.rows, args.seed, args.max_cpu, args.events_dir)
+            print(json.dumps({"code": args.label, **record} if args.label else record), flush=True)
 
 
 if __name__ == "__main__":

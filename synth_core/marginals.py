@@ -9,7 +9,7 @@ counted with ``np.bincount``.
 Counts are exact integers: int32 while the table has fewer than 2**31 rows
 (no count, and no difference of two counts, can then overflow), int64 beyond
 (:func:`count_dtype`). The arrays handed out are read-only (a cached marginal
-is shared by every caller); arithmetic with floats gives float64 as before.
+is shared by every caller); arithmetic with float arrays gives float64.
 
 ``CodedTable`` is what the default backend (:mod:`synth_core.backends.memory`)
 counts with; the DuckDB and Spark backends implement the same interface
