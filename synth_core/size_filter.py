@@ -8,8 +8,9 @@ questions a round, each a simulation of mbi's greedy elimination over every
 column. This module answers the same question exactly, with less work:
 
 * The junction tree's size depends only on the *graph* of the cliques (an
-  edge between two columns that share a clique) and, for the elimination
-  cost of a lone column, on whether it lies in a clique at all.
+  edge between two columns that share a clique): whether a column without
+  neighbours lies in a clique changes only when it is eliminated, and it
+  forms the clique of its own column either way.
 * Unless the whole graph is a spanning tree (then the size is the sum of the
   edges' cells, as :func:`~synth_core.model.model_size_mb` rules), the size
   is the sum over the graph's connected components ``K`` of ``f(K)``, the
@@ -23,8 +24,8 @@ column. This module answers the same question exactly, with less work:
   component keeps its ``f``. ``f`` is cached by the component's columns and
   edges (:func:`component_cells`), so a component the model did not change
   since the last round, or that another candidate formed already, costs a
-  dictionary look-up. A candidate's verdict is recomputed only when its
-  merged component differs from one seen before.
+  dictionary look-up. Greedy elimination runs only for a merged component
+  that differs from every one seen before.
 * ``f`` itself is the greedy elimination with each column's cost recomputed
   only when a neighbour goes (:func:`greedy_elimination`), not every column's
   at every step.
@@ -88,9 +89,7 @@ class ModelGraph:
         self.sizes = dict(sizes)
         self.order = {a: i for i, a in enumerate(self.sizes)}
         self.edges: set[Edge] = set()
-        self.in_clique: set[str] = set()
         for cl in cliques:
-            self.in_clique.update(cl)
             self.edges.update(clique_edges(cl, self.order))
         self.component = components(self.sizes, self.edges)
         members: dict[int, list[str]] = {}
