@@ -26,8 +26,11 @@ Modes:
 * ``--profile MECH``: the mechanism under cProfile in this process, stopped after
   ``--profile-events`` round events; prints the events (seconds, candidates,
   fit path) and the top 25 functions by cumulative and by own time.
-* ``--size-filter``: CPU seconds of the size filter's model-size question for
-  every 3-way candidate, as it is and with ``math.prod`` in place of ``np.prod``.
+* ``--size-filter EVENTS``: CPU seconds of the size filter for every 3-way
+  candidate over the sequence of models of a run's event file (its cache
+  carried across the rounds), against the uncached question at a few rounds.
+* ``--events-dir DIR`` (default mode): each run's round events, with the RSS at
+  each, copied to ``DIR/<mechanism>_events.jsonl``.
 * ``--generate-only``: write the tables and the schema, print their paths.
 
 Usage::
@@ -194,18 +197,32 @@ def event_record(event) -> dict:
             "rho_spent": event.rho_spent, "rho_total": event.rho_total}
 
 
+def memory_mb() -> dict:
+    """This process's resident set now and its peak so far (MB)."""
+    with open("/proc/self/status") as fh:
+        now = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
+    return {"rss_mb": round(now / 1024, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
 def child(mechanism: str, paths: dict[str, Path], progress: Path) -> None:
-    """Run to the end, appending each event to ``progress``; print the result line."""
+    """Run to the end, appending each event (with the memory at that point) to
+    ``progress``; print the result line, with the peak RSS at the end of the rounds
+    (before sampling), after sampling and after the curator diagnostics."""
     synth = synthesizer(mechanism)
     inputs = run_inputs(mechanism, paths)
     with progress.open("a") as fh:
         for event in synth.run(inputs["data"], inputs["public"], schema=inputs["schema"]):
-            fh.write(json.dumps(event_record(event)) + "\n")
+            fh.write(json.dumps({**event_record(event), **memory_mb()}) + "\n")
             fh.flush()
     result = synth.result
-    print(json.dumps({"workload_error": result.curator_diagnostics().workload_error,
+    sampled = memory_mb()["peak_rss_mb"]
+    error = result.curator_diagnostics().workload_error
+    print(json.dumps({"workload_error": error,
                       "rounds": sum(1 for e in result.events if e.round > 0),
-                      "rho_spent": result.events[-1].rho_spent}), flush=True)
+                      "rho_spent": result.events[-1].rho_spent,
+                      "peak_rss_sampled_mb": sampled,
+                      "peak_rss_diagnostics_mb": memory_mb()["peak_rss_mb"]}), flush=True)
 
 
 def progress_summary(progress: Path) -> dict:
@@ -216,11 +233,14 @@ def progress_summary(progress: Path) -> dict:
             "rho_spent": events[-1]["rho_spent"] if events else 0.0,
             "rho_total": events[-1]["rho_total"] if events else None,
             "fit_paths": sorted({e["fit_path"] for e in events if e["fit_path"]}),
+            "peak_rss_rounds_mb": max((e.get("peak_rss_mb", 0.0) for e in events), default=None),
             "round_seconds": round(sum(e["seconds"] for e in events), 3)}
 
 
-def run_one(mechanism: str, rows: int, seed: int, max_cpu: float) -> dict:
-    """One fresh child process; CPU (user + sys) and peak RSS from ``os.wait4``."""
+def run_one(mechanism: str, rows: int, seed: int, max_cpu: float,
+            events_dir: Path | None = None) -> dict:
+    """One fresh child process; CPU (user + sys) and peak RSS from ``os.wait4``;
+    its round events are copied to ``events_dir/<mechanism>_events.jsonl`` if given."""
     paths = generate(rows, seed)
     load_before = loadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,6 +258,10 @@ def run_one(mechanism: str, rows: int, seed: int, max_cpu: float) -> dict:
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
         done = progress_summary(progress)
+        if events_dir is not None and progress.exists():
+            events_dir.mkdir(parents=True, exist_ok=True)
+            name = mechanism.replace("-", "_") + "_events.jsonl"
+            (events_dir / name).write_text(progress.read_text())
     record = {"bench": "wide_table", "mechanism": mechanism, "rows": rows,
               "columns": N_COLUMNS, "seed": seed, "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
               "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "wall_s": round(wall, 2),
@@ -299,35 +323,56 @@ def profile(mechanism: str, rows: int, seed: int, events: int) -> list[dict]:
     return lines
 
 
-def size_filter_cost(seed: int, model_cliques: list[tuple[str, ...]]) -> dict:
-    """CPU seconds (this process) of the size filter's question, the junction-tree MB
-    of the model plus one candidate, for every 3-way clique of the table, with
-    ``inference.cells`` as it is (``np.prod``) and with ``math.prod`` swapped in
-    (what the first change would save; restored afterwards)."""
-    import itertools
-    import math
+def run_models(events_path: Path) -> list[list[tuple[str, ...]]]:
+    """The model's cliques after each round event of a run's event file."""
+    model, models = [], []
+    for line in events_path.read_text().splitlines():
+        if line.strip():
+            model = model + [tuple(c) for c in json.loads(line)["cliques"]]
+            models.append(model)
+    return models
 
-    from synth_core import inference, model
+
+def size_filter_cost(seed: int, events_path: Path, limit_mb: float = 80.0,
+                     report_at: tuple[int, ...] = (1, 10, 25, 48)) -> list[dict]:
+    """CPU seconds (this process) of the size filter over every 3-way candidate, for the
+    sequence of models of a run (``events_path``): :func:`synth_core.size_filter.size_filter`
+    on every model in order (its cache carried from round to round) against the uncached
+    question (``model_size_mb`` of the model plus each candidate) at the events
+    ``report_at``; the verdicts must agree."""
+    import itertools
+
+    from synth_core.engine import Candidate
+    from synth_core.model import model_size_mb
+    from synth_core.size_filter import component_cells, size_filter
 
     sizes = column_sizes(seed)
-    candidates = list(itertools.combinations(sizes, 3))
-
-    def timed() -> float:
+    pool = [Candidate(cl) for cl in itertools.combinations(sizes, 3)]
+    component_cells.cache_clear()
+    lines, total = [], 0.0
+    for i, model in enumerate(run_models(events_path)):
         start = time.process_time()
-        for cand in candidates:
-            model.model_size_mb(sizes, [*model_cliques, cand])
-        return time.process_time() - start
-
-    as_is = timed()
-    original = inference.cells
-    inference.cells = lambda s, clique: math.prod(s[c] for c in clique)
-    try:
-        swapped = timed()
-    finally:
-        inference.cells = original
-    return {"bench": "wide_table_size_filter", "candidates": len(candidates),
-            "model_cliques": [list(c) for c in model_cliques], "cpu_s_np_prod": round(as_is, 3),
-            "cpu_s_math_prod": round(swapped, 3), "loadavg": loadavg()}
+        kept = size_filter(sizes, model, pool, limit_mb)
+        filtered = time.process_time() - start
+        total += filtered
+        if i not in report_at:
+            continue
+        start = time.process_time()
+        covered = [set(cl) for cl in model]
+        exact = [c for c in pool if any(set(c.clique) <= s for s in covered)
+                 or model_size_mb(sizes, [*model, c.clique]) <= limit_mb]
+        uncached = time.process_time() - start
+        if exact != kept:
+            raise AssertionError(f"size filter verdicts differ at event {i}")
+        info = component_cells.cache_info()
+        lines.append({"bench": "wide_table_size_filter", "event": i, "model_cliques": len(model),
+                      "candidates": len(pool), "kept": len(kept), "limit_mb": limit_mb,
+                      "cpu_s_uncached": round(uncached, 3), "cpu_s_filter": round(filtered, 3),
+                      "cache_hits": info.hits, "cache_misses": info.misses,
+                      "loadavg": loadavg()})
+    lines.append({"bench": "wide_table_size_filter", "event": "all", "events": i + 1,
+                  "candidates": len(pool), "cpu_s_filter": round(total, 3), "loadavg": loadavg()})
+    return lines
 
 
 def main(argv=None) -> None:
@@ -340,25 +385,28 @@ def main(argv=None) -> None:
     ap.add_argument("--profile-events", type=int, default=4,
                     help="round events (round 0 included) to profile")
     ap.add_argument("--generate-only", action="store_true")
-    ap.add_argument("--size-filter", action="store_true",
-                    help="time the size filter's model-size question alone")
+    ap.add_argument("--size-filter", type=Path, metavar="EVENTS",
+                    help="time the size filter alone over the models of a run's event file")
     ap.add_argument("--child", choices=MECHANISMS, help=argparse.SUPPRESS)
     ap.add_argument("--progress", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--label", help="a 'code' field on each run line (e.g. the commit measured)")
+    ap.add_argument("--events-dir", type=Path,
+                    help="copy each run's round events to DIR/<mechanism>_events.jsonl")
     args = ap.parse_args(argv)
     if args.child:
         child(args.child, generate(args.rows, args.seed), args.progress)
     elif args.generate_only:
         print(json.dumps({k: str(v) for k, v in generate(args.rows, args.seed).items()}))
     elif args.size_filter:
-        cliques = [("c04", "c06", "c11"), ("c07", "c10", "c15"), ("c05", "c10", "c14")]
-        for n in (0, 3):
-            print(json.dumps(size_filter_cost(args.seed, cliques[:n] or [("c04",)])), flush=True)
+        for line in size_filter_cost(args.seed, args.size_filter):
+            print(json.dumps(line), flush=True)
     elif args.profile:
         for line in profile(args.profile, args.rows, args.seed, args.profile_events):
             print(json.dumps(line), flush=True)
     else:
         for mech in args.only:
-            print(json.dumps(run_one(mech, args.rows, args.seed, args.max_cpu)), flush=True)
+            record = run_one(mech, args.rows, args.seed, args.max_cpu, args.events_dir)
+            print(json.dumps({"code": args.label, **record} if args.label else record), flush=True)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from . import privacy
 from .marginals import CodedTable
 from .model import FitMeasurement, FittedModel, PGMEstimator, model_size_mb
 from .privacy import Ledger, Neighbours
+from .size_filter import size_filter  # noqa: F401  (the mechanisms import it from here)
 from .workload import Workload
 
 Clique = tuple[str, ...]
@@ -224,38 +225,26 @@ class RunState:
 DEFAULT_FIT_ITERS = 100
 
 
+#: candidate cliques whose model marginals exist at once while scoring (a round's
+#: answers on a wide table are hundreds of MB; freed chunk by chunk, they are never all held)
+SCORE_CHUNK = 64
+
+
 def model_errors(state: "RunState", candidates: Sequence[Candidate]) -> dict[Clique, float]:
     """CURATOR-ONLY: ``||M_r(D) - M_r(p)||_1`` of each candidate clique (exact, from private data)."""
     private = state.data.private
-    answers = state.model.counts_many([c.clique for c in candidates])
-    return {cl: float(np.abs(private.marginal(cl) - ans).sum()) for cl, ans in answers.items()}
+    cliques = list(dict.fromkeys(c.clique for c in candidates))
+    out = {}
+    for i in range(0, len(cliques), SCORE_CHUNK):
+        answers = state.model.counts_many(cliques[i:i + SCORE_CHUNK])
+        out.update({cl: float(np.abs(private.marginal(cl) - ans).sum())
+                    for cl, ans in answers.items()})
+    return out
 
 
 def expected_noise_l1(noise_std: float, cells: int) -> float:
     """Expected L1 norm of Gaussian noise with std ``noise_std`` on ``cells`` cells."""
     return float(np.sqrt(2.0 / np.pi) * noise_std * cells)
-
-
-def size_filter(sizes: dict[str, int], model_cliques: Sequence[Clique],
-                candidates: Sequence[Candidate], limit_mb: float) -> list[Candidate]:
-    """Candidates whose addition keeps the model under ``limit_mb`` (or add nothing new).
-
-    A clique inside the downward closure of the measured cliques is always
-    allowed: measuring it does not grow the model.
-    """
-    covered = [set(cl) for cl in model_cliques]
-    out, cache = [], {}
-    base = list(model_cliques)
-    for cand in candidates:
-        cl = cand.clique
-        if any(set(cl) <= c for c in covered):
-            out.append(cand)
-            continue
-        if cl not in cache:
-            cache[cl] = model_size_mb(sizes, base + [cl]) <= limit_mb
-        if cache[cl]:
-            out.append(cand)
-    return out
 
 
 class RunLoop:

@@ -6,6 +6,11 @@ layout of Private-PGM's ``Factor.datavector()``). One pass per clique: the
 codes of the clique's columns are combined into one mixed-radix index and
 counted with ``np.bincount``.
 
+Counts are exact integers: int32 while the table has fewer than 2**31 rows
+(no count, and no difference of two counts, can then overflow), int64 beyond
+(:func:`count_dtype`). The arrays handed out are read-only (a cached marginal
+is shared by every caller); arithmetic with float arrays gives float64.
+
 ``CodedTable`` is what the default backend (:mod:`synth_core.backends.memory`)
 counts with; the DuckDB and Spark backends implement the same interface
 (:class:`~synth_core.backends.base.MarginalCounter`).
@@ -13,6 +18,7 @@ counts with; the DuckDB and Spark backends implement the same interface
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -22,6 +28,31 @@ import pandas as pd
 from .errors import DataError
 
 Clique = tuple[str, ...]
+
+#: a table keeps a counted marginal when it has at most this many cells per row of the
+#: table: a marginal with more has at most one non-zero cell in 16, and counting it again
+#: (one pass over the rows) costs little beside filling its cells
+CACHE_CELLS_PER_ROW = 16
+
+
+def count_dtype(n: int) -> type:
+    """The integer type of the counts of a table of ``n`` rows: int32 below 2**31 rows
+    (every count, sum of counts over a marginal and difference of two counts fits),
+    int64 from there."""
+    return np.int32 if n < 2 ** 31 else np.int64
+
+
+def exact_counts(counts: np.ndarray, n: int) -> np.ndarray:
+    """``counts`` (whole numbers, any numeric type) as a read-only array of
+    :func:`count_dtype` ``(n)``."""
+    out = np.asarray(counts).astype(count_dtype(n))
+    out.flags.writeable = False
+    return out
+
+
+def worth_caching(cells: int, n: int) -> bool:
+    """Whether a marginal of ``cells`` cells of a table of ``n`` rows is kept once counted."""
+    return cells <= CACHE_CELLS_PER_ROW * max(n, 1)
 
 
 @dataclass
@@ -59,7 +90,7 @@ class ColumnSizes:
 
     def cells(self, clique: Sequence[str]) -> int:
         sizes = self.size_of
-        return int(np.prod([sizes[c] for c in clique], dtype=np.int64))
+        return math.prod(sizes[c] for c in clique)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +124,8 @@ class CodedTable(ColumnSizes):
         return int(len(next(iter(self.data.values())))) if self.data else 0
 
     def marginal(self, clique: Sequence[str]) -> np.ndarray:
-        """Counts of ``clique`` (float64, length = product of the column sizes)."""
+        """Counts of ``clique`` (read-only, :func:`count_dtype`, length = product of the
+        column sizes). Kept for the next call when :func:`worth_caching`."""
         clique = tuple(clique)
         if clique in self._cache:
             return self._cache[clique]
@@ -102,11 +134,13 @@ class CodedTable(ColumnSizes):
         for c in clique:
             index *= sizes[c]
             index += self.data[c]
-        counts = np.bincount(index, minlength=self.cells(clique)).astype(np.float64)
+        cells = self.cells(clique)
+        counts = exact_counts(np.bincount(index, minlength=cells), self.n)
         self.stats.passes += 1
         self.stats.cliques += 1
         self.stats.bytes_scanned += 8 * self.n * len(clique)
-        self._cache[clique] = counts
+        if worth_caching(cells, self.n):
+            self._cache[clique] = counts
         return counts
 
     def marginals(self, cliques: Iterable[Sequence[str]]) -> dict[Clique, np.ndarray]:

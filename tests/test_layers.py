@@ -21,7 +21,7 @@ module of synth_core, lowest layer first. A table passed to
      3 tables      tables (loading files, public rows, column checks), backends.encoding,
                    schema_infer (a schema proposed for review)
      2 schema      schema (the domain: encoding and decoding values)
-     1 counts      marginals, workload, privacy, model, evaluate
+     1 counts      marginals, workload, privacy, model, evaluate, size_filter
      0 foundation  errors, version, heap, runtime (process settings a run applies), inference,
                    charts, session_registry, palette (shared colours), display (HTML views)
 
@@ -49,7 +49,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "synth_core"
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("errors", "version", "heap", "runtime", "inference", "charts", "session_registry",
         "palette", "display"),
-    1: ("marginals", "workload", "privacy", "model", "evaluate"),
+    1: ("marginals", "workload", "privacy", "model", "evaluate", "size_filter"),
     2: ("schema",),
     3: ("tables", "backends.encoding", "schema_infer"),
     4: ("backends.base",),

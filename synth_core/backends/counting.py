@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, DataError
-from ..marginals import Clique, ColumnSizes, CountStats
+from ..marginals import Clique, ColumnSizes, CountStats, exact_counts
 from ..schema import Schema, _format_examples
 from .base import FlagSummary
 from .encoding import MISSING_NOT_ALLOWED, NOT_IN_SCHEMA
@@ -72,7 +72,8 @@ class CountingBackend(ColumnSizes, ABC):
         return self._n
 
     def marginal(self, clique: Sequence[str]) -> np.ndarray:
-        """Counts of ``clique`` (float64, C order over the clique's columns)."""
+        """Counts of ``clique`` (read-only integers of
+        :func:`~synth_core.marginals.count_dtype`, C order over the clique's columns)."""
         clique = tuple(clique)
         if clique in self._cache:
             return self._cache[clique]
@@ -97,7 +98,7 @@ class CountingBackend(ColumnSizes, ABC):
                 batch = maximal[i:i + self.batch_size]
                 counted = self._count(batch)
                 for cl in batch:
-                    self._cache[cl] = np.asarray(counted[cl], dtype=np.float64)
+                    self._cache[cl] = exact_counts(counted[cl], self.n)
                 self.stats.cliques += len(batch)
             self.stats.seconds += time.perf_counter() - started
         return {cl: self._get(cl) for cl in cliques}
@@ -228,16 +229,16 @@ class CountingBackend(ColumnSizes, ABC):
         if clique in self._cache:
             return self._cache[clique]
         if not clique:
-            out = np.array([float(self.n)])
+            out = exact_counts([self.n], self.n)
         else:
             source = self._superset(clique)
             sizes = self.size_of
             table = self._cache[source].reshape([sizes[c] for c in source])
             drop = tuple(i for i, c in enumerate(source) if c not in clique)
             kept = [c for c in source if c in clique]
-            table = table.sum(axis=drop) if drop else table
+            table = table.sum(axis=drop, dtype=table.dtype) if drop else table
             order = [kept.index(c) for c in clique]
-            out = np.ascontiguousarray(np.transpose(table, order)).ravel()
+            out = exact_counts(np.transpose(table, order).ravel(), self.n)
         self._cache[clique] = out
         return out
 

@@ -141,7 +141,6 @@ class JAMPGM(AdaptiveMechanism):
         self.vertical = ConditionalSetup.create("JAM-PGM", public_columns, False, CONDITION_MAX_MB,
                                                 self.max_model_size,
                                                 public_without_conditional=True)
-        self._public_answers: dict = {}
         self._public_errors: dict = {}
         self._errors_of = None   # the private table ``_public_errors`` was computed on
 
@@ -171,10 +170,8 @@ class JAMPGM(AdaptiveMechanism):
     def public_answer(self, state: RunState, clique) -> np.ndarray:
         if self.vertical.is_public(clique):   # exact, from the table's public columns
             return self.vertical.public_answer(state, clique)
-        if clique not in self._public_answers:
-            pub = state.data.public
-            self._public_answers[clique] = pub.marginal(clique) * (state.n / pub.n)
-        return self._public_answers[clique]
+        pub = state.data.public   # its counts, rescaled to the private table's n
+        return pub.marginal(clique) * (state.n / pub.n)
 
     def _public_error(self, state: RunState, clique) -> float:
         """CURATOR-ONLY: L1 distance between the private and the rescaled public marginal.
