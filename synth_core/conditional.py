@@ -67,11 +67,15 @@ CONDITIONAL_SAMPLING = "systematic"
 SAMPLING_METHODS = ("systematic", "iid")
 #: Default bound (MB of junction tree) on the exact public marginals a
 #: conditional model is fitted with.
-CONDITION_MAX_MB = 10.0
-#: With more conditioning marginals than this, the fits use Hugin message
-#: passing instead of choosing the oracle by model size (see
-#: :meth:`ConditionalSetup.fit_oracle`).
+CONDITION_MAX_MB = 5.0
+#: With more conditioning marginals than this, fits of fewer than
+#: :data:`IMPLICIT_FROM_FIT_ITERS` iterations use Hugin message passing instead
+#: of choosing the oracle by model size (see :meth:`ConditionalSetup.fit_oracle`).
 HUGIN_ABOVE_CONDITIONING = 20
+#: Per-round fit iterations from which a conditional model keeps the oracle
+#: chosen by size (implicit on large models) however many conditioning
+#: marginals it has: its slower compile is repaid by faster iterations.
+IMPLICIT_FROM_FIT_ITERS = 400
 
 
 def effective_condition_bound(condition_max_mb: float, max_model_size: float) -> float:
@@ -216,20 +220,28 @@ class ConditionalSetup:
         self.kept, self.dropped = conditioning_marginals(self.workload, self.public_columns,
                                                          sizes, self.condition_max_mb)
         self.base_mb = model_size_mb(sizes, self.kept)
-        state.estimator.oracle = self.fit_oracle(state.estimator.oracle)
+        state.estimator.oracle = self.fit_oracle(state.estimator.oracle,
+                                                 state.estimator.max_iters)
         return self.workload
 
-    def fit_oracle(self, default: str) -> str:
-        """Hugin when many exact conditioning marginals enter the fit, else ``default``.
+    def fit_oracle(self, default: str, fit_iters: int) -> str:
+        """Hugin when many exact conditioning marginals enter short fits, else ``default``.
 
-        Many conditioning marginals make the implicit oracle's programs large: on
-        Adult with 75% public columns (51 of them; Conditional AIM, epsilon 1) a
-        run peaked at 1,981 MiB with it and at 1,391 MiB with Hugin, in about the
-        same time. With few, the size rule (implicit from 8 MB) stands: Hugin
-        materialises every clique of a large model: Conditional AIM at 25% public
-        columns (10 of them), epsilon 10 took 4,462 CPU s with it and 1,539 CPU s
-        with the size rule (the same 43 rounds; peak 1,705 against 1,993 MiB)."""
-        return "hugin" if len(self.kept) > HUGIN_ABOVE_CONDITIONING else default
+        The oracle's cost of a fit is about ``compile + fit_iters x step``.
+        On Adult with 75% public columns (51 conditioning marginals, a 20.5 MB
+        junction tree after 14 Conditional AIM rounds) Hugin compiles in about
+        10 CPU s and steps in 0.079 s, the implicit oracle compiles in about 35
+        CPU s and steps in 0.014 s: Hugin is cheaper below about 400 iterations
+        (:data:`IMPLICIT_FROM_FIT_ITERS`; vJAM-PGM's 100), the implicit oracle
+        above (AIM's 1,000). Hugin's programs are also the smaller ones for
+        many conditioning marginals (1,391 against 1,981 MiB peak on a
+        Conditional AIM run with a 9.4 MB conditioning model). With few
+        conditioning marginals the size rule (implicit from 8 MB) stands:
+        Hugin materialises every clique of a large model (Conditional AIM at
+        25% public columns, 10 of them, epsilon 10 took 4,462 CPU s with it and
+        1,539 CPU s with the size rule)."""
+        many = len(self.kept) > HUGIN_ABOVE_CONDITIONING
+        return "hugin" if many and fit_iters < IMPLICIT_FROM_FIT_ITERS else default
 
     def initial_public(self) -> list[Candidate]:
         return [Candidate(cl, PUBLIC) for cl in self.kept]
