@@ -91,6 +91,17 @@ def effective_condition_bound(condition_max_mb: float, max_model_size: float) ->
     return float(min(condition_max_mb, max_model_size))
 
 
+def short_fit_oracle(default: str, fit_iters: int) -> str:
+    """Hugin for fits of fewer than :data:`IMPLICIT_FROM_FIT_ITERS` iterations, else ``default``.
+
+    A fit of a new clique structure costs about ``compile + fit_iters x step``
+    CPU seconds; on Adult's large models (20-34 MB) Hugin's compile is the
+    cheaper (about 8-10 against 35 or more CPU s), the implicit oracle's step
+    (0.014 against 0.079 s at 20.5 MB), so below about 400 iterations Hugin
+    costs less (docs/performance.md, "Public columns on Adult")."""
+    return "hugin" if fit_iters < IMPLICIT_FROM_FIT_ITERS else default
+
+
 def conditional_workload(workload: Workload, public: Sequence[str]) -> Workload:
     """The workload of marginals with at least one private column (seed 002's ``W'``)."""
     pub = set(public)
@@ -241,7 +252,7 @@ class ConditionalSetup:
         25% public columns, 10 of them, epsilon 10 took 4,462 CPU s with it and
         1,539 CPU s with the size rule)."""
         many = len(self.kept) > HUGIN_ABOVE_CONDITIONING
-        return "hugin" if many and fit_iters < IMPLICIT_FROM_FIT_ITERS else default
+        return short_fit_oracle(default, fit_iters) if many else default
 
     def initial_public(self) -> list[Candidate]:
         return [Candidate(cl, PUBLIC) for cl in self.kept]

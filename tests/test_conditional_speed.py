@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from synth_core import conditional
 from synth_core.conditional import ConditionalSetup
 
@@ -65,3 +67,20 @@ def test_phase_timers_count_a_phase_once_when_nested():
     assert counting <= scoring * 1.5   # both spins are inside the one timed outer call
     Work().inner()
     assert timers.seconds["scoring"] > scoring
+
+
+@pytest.mark.slow
+def test_vjam_pgm_fits_rounds_with_hugin_and_the_final_fit_by_size(monkeypatch):
+    """vJAM-PGM's rounds fit 100 iterations: Hugin (cheaper to compile); the
+    final fit (1,000 iterations) goes back to the size rule (``auto``)."""
+    from synth_core import Synthesizer
+    from tiny_tables import FIT, PRIVATE, SCHEMA
+
+    monkeypatch.setenv("SYNTH_FIT_PATH", "jax")
+    synth = Synthesizer("vjam-pgm", epsilon=1.0, seed=0, rounds=3, workload="all-2way",
+                        conditional=True, **FIT)
+    oracles = [synth.engine.estimator.oracle
+               for _ in synth.run(PRIVATE, schema=SCHEMA, public_columns=["a", "b"])]
+    assert oracles and set(oracles) == {"hugin"}
+    assert synth.engine.estimator.oracle == "auto"
+    assert synth.engine.estimator.last_oracle == "hugin"   # a small model: the size rule's too
