@@ -19,6 +19,15 @@ JSON line with
 
     python benchmarks/vertical_speed.py                       # the three, seed 0, 75% public, epsilon 1
     python benchmarks/vertical_speed.py --seeds 0 1 2 --out benchmarks/results/vertical_adult/speed.jsonl
+
+``--fit-costs TRACE`` times single fits instead (each in a fresh process):
+the structure a traced conditional run had after ``--upto`` rounds (its
+conditioning marginals under ``--condition-max-mb``, exact; the private 1-ways
+and the traced cliques with Gaussian noise of std 30), fitted cold (compile
+included) and again warm-started (the compiled program reused) with
+``--iters`` iterations, once per ``--oracles``::
+
+    python benchmarks/vertical_speed.py --fit-costs benchmarks/results/vertical_adult/traces/0.75_conditional-aim_1_0_ae17d4.jsonl --upto 14 --condition-max-mb 10 5
 """
 
 from __future__ import annotations
@@ -119,6 +128,47 @@ def run_timed(fraction: float, label: str, epsilon: float, seed: int) -> dict:
                 commit=_commit())
 
 
+def fit_cost(trace: Path, upto: int, oracle: str, condition_max_mb: float, iters: int,
+             fraction: float = 0.75) -> dict:
+    """CPU seconds of a cold and a warm fit of a traced run's structure (see the module doc)."""
+    import numpy as np
+
+    import vertical
+    from common import DATA
+    from synth_core.backends.inputs import prepare_inputs
+    from synth_core.conditional import conditional_workload, conditioning_marginals
+    from synth_core.model import FitMeasurement, PGMEstimator, model_size_mb
+    from synth_core.schema import load_schema
+    from synth_core.workload import all_k_way
+
+    private = prepare_inputs(str(DATA / "adult" / "adult.csv"),
+                             schema=load_schema(DATA / "adult" / "domain.json")).private
+    sizes, public = private.size_of, vertical.public_columns(fraction)
+    kept, _ = conditioning_marginals(conditional_workload(all_k_way(list(sizes), 3), public),
+                                     public, sizes, condition_max_mb)
+    rng, std = np.random.default_rng(0), 30.0
+
+    def noisy(cl):
+        x = private.marginal(cl)
+        return FitMeasurement(cl, x + rng.normal(0, std, x.size), std)
+
+    meas = [FitMeasurement(cl, private.marginal(cl), std) for cl in kept]
+    meas += [noisy((c,)) for c in sizes if c not in public]
+    events = [json.loads(l) for l in trace.read_text().splitlines()]
+    meas += [noisy(tuple(e["cliques"][0])) for e in events if 0 < e["round"] <= upto]
+    est = PGMEstimator(sizes, max_iters=iters, tol=1e-4, oracle=oracle, path="jax")
+    start = time.process_time()
+    model = est.fit(meas, float(private.n))
+    cold = time.process_time() - start
+    est.fit(meas, float(private.n), warm=model)
+    warm = time.process_time() - start - cold
+    return dict(bench="vertical-fit-cost", trace=trace.name, upto=upto, oracle=est.last_oracle,
+                condition_max_mb=condition_max_mb, conditioning_marginals=len(kept),
+                model_mb=round(model_size_mb(sizes, [m.clique for m in meas]), 2), iters=iters,
+                cold_cpu_seconds=round(cold, 2), warm_cpu_seconds=round(warm, 2),
+                loadavg=Path("/proc/loadavg").read_text().split()[:3], commit=_commit())
+
+
 def _commit() -> str:
     out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True)
@@ -133,26 +183,44 @@ def main():
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     ap.add_argument("--out", type=Path, default=None, help="also append the rows to this file")
+    ap.add_argument("--fit-costs", type=Path, default=None, metavar="TRACE",
+                    help="time single fits of this traced run's structure instead (see above)")
+    ap.add_argument("--upto", type=int, default=14, help="with --fit-costs: rounds of the trace")
+    ap.add_argument("--oracles", nargs="+", default=["hugin", "implicit"])
+    ap.add_argument("--condition-max-mb", nargs="+", type=float, default=[5.0])
+    ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--one", nargs=4, help=argparse.SUPPRESS)  # FRACTION MECHANISM EPSILON SEED
+    ap.add_argument("--one-fit", nargs=2, help=argparse.SUPPRESS)  # ORACLE CONDITION_MAX_MB
     args = ap.parse_args()
     require_shared()
     if args.one:
         frac, label, eps, seed = args.one
         return emit(**run_timed(float(frac), label, float(eps), int(seed)))
+    if args.one_fit:
+        return emit(**fit_cost(args.fit_costs, args.upto, args.one_fit[0],
+                               float(args.one_fit[1]), args.iters))
+    if args.fit_costs:
+        for mb in args.condition_max_mb:
+            for oracle in args.oracles:
+                _child(["--fit-costs", str(args.fit_costs), "--upto", str(args.upto),
+                        "--iters", str(args.iters), "--one-fit", oracle, str(mb)], args.out)
+        return
     for seed in args.seeds:
         for label in args.mechanisms:
-            cmd = [sys.executable, __file__, "--one", str(args.fraction), label,
-                   str(args.epsilon), str(seed)]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
-            if out.returncode != 0 or not lines:
-                emit(bench="vertical-speed", mechanism=label, seed=seed, failed=True,
-                     stderr=out.stderr[-2000:])
-                continue
-            print(lines[-1], flush=True)
-            if args.out is not None:
-                with args.out.open("a") as fh:
-                    fh.write(lines[-1] + "\n")
+            _child(["--one", str(args.fraction), label, str(args.epsilon), str(seed)], args.out)
+
+
+def _child(argv: list[str], out: Path | None) -> None:
+    """Run this script with ``argv`` in a fresh process; print (and append to ``out``)
+    its JSON line."""
+    done = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True)
+    lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+    if done.returncode != 0 or not lines:
+        return emit(bench="vertical-speed", argv=argv, failed=True, stderr=done.stderr[-2000:])
+    print(lines[-1], flush=True)
+    if out is not None:
+        with out.open("a") as fh:
+            fh.write(lines[-1] + "\n")
 
 
 if __name__ == "__main__":
