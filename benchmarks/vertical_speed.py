@@ -107,7 +107,8 @@ class PhaseTimers:
         estimator_cls.fit = fit
 
 
-def run_timed(fraction: float, label: str, epsilon: float, seed: int) -> dict:
+def run_timed(fraction: float, label: str, epsilon: float, seed: int,
+              rounds: int | None = None) -> dict:
     """One run in this process with phase timers; the row ``vertical.py`` stores plus
     ``phases``, ``wall`` and ``loadavg``."""
     import vertical
@@ -115,10 +116,11 @@ def run_timed(fraction: float, label: str, epsilon: float, seed: int) -> dict:
     timers = PhaseTimers()
     timers.install()
     start = time.perf_counter()
-    row = vertical.run_one(fraction, label, epsilon, seed)[0]
+    row = vertical.run_one(fraction, label, epsilon, seed, rounds_option=rounds)[0]
     wall = time.perf_counter() - start - row["scoring_seconds"]
     return dict(bench="vertical-speed", public_fraction=fraction, mechanism=label,
-                epsilon=epsilon, seed=seed, cpu_seconds=row["cpu_seconds"], wall=wall,
+                epsilon=epsilon, seed=seed, rounds_option=rounds,
+                cpu_seconds=row["cpu_seconds"], wall=wall,
                 loadavg=Path("/proc/loadavg").read_text().split()[:3],
                 peak_rss_mb=row["peak_rss_mb"], error_private=row["error_private"],
                 error_all=row["error_all"], rounds=row["rounds"],
@@ -182,6 +184,8 @@ def main():
     ap.add_argument("--fraction", type=float, default=0.75)
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="the mechanism's rounds option (default: its own)")
     ap.add_argument("--out", type=Path, default=None, help="also append the rows to this file")
     ap.add_argument("--fit-costs", type=Path, default=None, metavar="TRACE",
                     help="time single fits of this traced run's structure instead (see above)")
@@ -195,7 +199,7 @@ def main():
     require_shared()
     if args.one:
         frac, label, eps, seed = args.one
-        return emit(**run_timed(float(frac), label, float(eps), int(seed)))
+        return emit(**run_timed(float(frac), label, float(eps), int(seed), args.rounds))
     if args.one_fit:
         return emit(**fit_cost(args.fit_costs, args.upto, args.one_fit[0],
                                float(args.one_fit[1]), args.iters))
@@ -207,7 +211,9 @@ def main():
         return
     for seed in args.seeds:
         for label in args.mechanisms:
-            _child(["--one", str(args.fraction), label, str(args.epsilon), str(seed)], args.out)
+            extra = ["--rounds", str(args.rounds)] if args.rounds is not None else []
+            _child(["--one", str(args.fraction), label, str(args.epsilon), str(seed), *extra],
+                   args.out)
 
 
 def _child(argv: list[str], out: Path | None) -> None:
