@@ -80,6 +80,12 @@ initialisation as *conditioning marginals*, under ``condition_max_mb``
 (the score sensitivity stays 2); the size limit grows from their model size.
 Records keep their public values; private values are sampled from the model
 conditioned on them.
+
+**Fit oracle.** The rounds' fits are short (100 steps) and nearly every
+round measures a new clique, so each compiles a new program: they use Hugin,
+which compiles in about a third of the implicit oracle's time
+(:func:`synth_core.conditional.short_fit_oracle`); the final fit (1,000
+steps) chooses its oracle by model size.
 """
 
 from __future__ import annotations
