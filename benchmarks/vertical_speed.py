@@ -9,8 +9,8 @@ JSON line with
 * ``error_private``: the workload error on ``W'`` (CURATOR-ONLY diagnostic);
 * ``phases``: CPU seconds per phase, measured by timers wrapped around the
   library's functions in the subprocess: ``fit`` (every Private-PGM fit but
-  the final one, of which ``fit_compiling`` were fits that compiled a new JAX
-  program), ``final_fit``, ``scoring`` (the mechanism's candidate scores,
+  the final one), ``final_fit``, ``fit_compiling`` (the fits, of either
+  kind, that compiled a new JAX program: it overlaps both), ``scoring`` (the mechanism's candidate scores,
   model marginals and exact counts included), ``counting`` (exact marginals
   of the private table, wherever asked for), ``conditioning`` (choosing the
   conditioning marginals and answering them) and ``sampling`` (the synthetic
