@@ -39,7 +39,18 @@ which implies them all, made the first fit on Adult with 11 public columns
 4.6 times faster and 0.8 GB leaner, but raised Conditional AIM's error on
 25% public columns from 0.147 to 0.160 over seeds 0-1: the pairs stay.) The seed paper restricts the public marginals used for
 conditioning in the same way because conditioning on many public columns
-exhausts memory.
+exhausts memory. The default bound, :data:`CONDITION_MAX_MB` = 5 MB, keeps
+every conditioning marginal at 25% and 50% public columns of Adult; at 75%
+(11 public columns) it keeps 51 of 66 with a 4.4 MB junction tree where a
+10 MB bound keeps 51 with 9.4 MB (one pair of equal weight swapped for
+another: education x occupation, which doubles the tree, for workclass x
+native-country), and every fit of the run is that much smaller.
+
+**Fit oracle.** The rounds' fits of vJAM-PGM (100 iterations), and of
+conditional runs with many conditioning marginals whose fits are short, use
+Hugin message passing; fits of :data:`IMPLICIT_FROM_FIT_ITERS` iterations or
+more (AIM's 1,000, every final fit) choose it by model size (see
+:func:`short_fit_oracle`).
 """
 
 from __future__ import annotations
@@ -67,17 +78,21 @@ CONDITIONAL_SAMPLING = "systematic"
 SAMPLING_METHODS = ("systematic", "iid")
 #: Default bound (MB of junction tree) on the exact public marginals a
 #: conditional model is fitted with.
-CONDITION_MAX_MB = 10.0
-#: With more conditioning marginals than this, the fits use Hugin message
-#: passing instead of choosing the oracle by model size (see
-#: :meth:`ConditionalSetup.fit_oracle`).
+CONDITION_MAX_MB = 5.0
+#: With more conditioning marginals than this, fits of fewer than
+#: :data:`IMPLICIT_FROM_FIT_ITERS` iterations use Hugin message passing instead
+#: of choosing the oracle by model size (see :meth:`ConditionalSetup.fit_oracle`).
 HUGIN_ABOVE_CONDITIONING = 20
+#: Per-round fit iterations from which a conditional model keeps the oracle
+#: chosen by size (implicit on large models) however many conditioning
+#: marginals it has: its slower compile is repaid by faster iterations.
+IMPLICIT_FROM_FIT_ITERS = 400
 
 
 def effective_condition_bound(condition_max_mb: float, max_model_size: float) -> float:
     """The bound the conditioning marginals get: ``condition_max_mb`` capped at
     ``max_model_size`` (they are part of the model, so a larger bound could never
-    be used). A model size below the 10 MB default therefore needs no second
+    be used). A model size below the default bound therefore needs no second
     setting; a bound that is not positive is an error."""
     if not condition_max_mb > 0:
         raise ConfigError(f"condition_max_mb must be a positive number of MB, got "
@@ -85,6 +100,17 @@ def effective_condition_bound(condition_max_mb: float, max_model_size: float) ->
                           hint="It bounds the exact public marginals a conditional model is "
                                f"fitted with (default {CONDITION_MAX_MB:g} MB).")
     return float(min(condition_max_mb, max_model_size))
+
+
+def short_fit_oracle(default: str, fit_iters: int) -> str:
+    """Hugin for fits of fewer than :data:`IMPLICIT_FROM_FIT_ITERS` iterations, else ``default``.
+
+    A fit of a new clique structure costs about ``compile + fit_iters x step``
+    CPU seconds; on Adult's large models (20-34 MB) Hugin's compile is the
+    cheaper (about 8-10 against 35 or more CPU s), the implicit oracle's step
+    (0.014 against 0.079 s at 20.5 MB), so below about 400 iterations Hugin
+    costs less (docs/performance.md, "Public columns on Adult")."""
+    return "hugin" if fit_iters < IMPLICIT_FROM_FIT_ITERS else default
 
 
 def conditional_workload(workload: Workload, public: Sequence[str]) -> Workload:
@@ -216,20 +242,28 @@ class ConditionalSetup:
         self.kept, self.dropped = conditioning_marginals(self.workload, self.public_columns,
                                                          sizes, self.condition_max_mb)
         self.base_mb = model_size_mb(sizes, self.kept)
-        state.estimator.oracle = self.fit_oracle(state.estimator.oracle)
+        state.estimator.oracle = self.fit_oracle(state.estimator.oracle,
+                                                 state.estimator.max_iters)
         return self.workload
 
-    def fit_oracle(self, default: str) -> str:
-        """Hugin when many exact conditioning marginals enter the fit, else ``default``.
+    def fit_oracle(self, default: str, fit_iters: int) -> str:
+        """Hugin when many exact conditioning marginals enter short fits, else ``default``.
 
-        Many conditioning marginals make the implicit oracle's programs large: on
-        Adult with 75% public columns (51 of them; Conditional AIM, epsilon 1) a
-        run peaked at 1,981 MiB with it and at 1,391 MiB with Hugin, in about the
-        same time. With few, the size rule (implicit from 8 MB) stands: Hugin
-        materialises every clique of a large model: Conditional AIM at 25% public
-        columns (10 of them), epsilon 10 took 4,462 CPU s with it and 1,539 CPU s
-        with the size rule (the same 43 rounds; peak 1,705 against 1,993 MiB)."""
-        return "hugin" if len(self.kept) > HUGIN_ABOVE_CONDITIONING else default
+        The oracle's cost of a fit is about ``compile + fit_iters x step``.
+        On Adult with 75% public columns (51 conditioning marginals, a 20.5 MB
+        junction tree after 14 Conditional AIM rounds) Hugin compiles in about
+        10 CPU s and steps in 0.079 s, the implicit oracle compiles in about 35
+        CPU s and steps in 0.014 s: Hugin is cheaper below about 400 iterations
+        (:data:`IMPLICIT_FROM_FIT_ITERS`; vJAM-PGM's 100), the implicit oracle
+        above (AIM's 1,000). Hugin's programs are also the smaller ones for
+        many conditioning marginals (1,391 against 1,981 MiB peak on a
+        Conditional AIM run with a 9.4 MB conditioning model). With few
+        conditioning marginals the size rule (implicit from 8 MB) stands:
+        Hugin materialises every clique of a large model (Conditional AIM at
+        25% public columns, 10 of them, epsilon 10 took 4,462 CPU s with it and
+        1,539 CPU s with the size rule)."""
+        many = len(self.kept) > HUGIN_ABOVE_CONDITIONING
+        return short_fit_oracle(default, fit_iters) if many else default
 
     def initial_public(self) -> list[Candidate]:
         return [Candidate(cl, PUBLIC) for cl in self.kept]

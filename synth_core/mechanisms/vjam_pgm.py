@@ -80,6 +80,12 @@ initialisation as *conditioning marginals*, under ``condition_max_mb``
 (the score sensitivity stays 2); the size limit grows from their model size.
 Records keep their public values; private values are sampled from the model
 conditioned on them.
+
+**Fit oracle.** The rounds' fits are short (100 steps) and nearly every
+round measures a new clique, so each compiles a new program: they use Hugin,
+which compiles in about a third of the implicit oracle's time
+(:func:`synth_core.conditional.short_fit_oracle`); the final fit (1,000
+steps) chooses its oracle by model size.
 """
 
 from __future__ import annotations
@@ -89,7 +95,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import privacy
-from ..conditional import CONDITION_MAX_MB, ConditionalSetup, check_known_columns
+from ..conditional import (CONDITION_MAX_MB, ConditionalSetup, check_known_columns,
+                           short_fit_oracle)
 from ..engine import PRIVATE, PUBLIC, Candidate, RoundPlan, RunState, size_filter
 from ..errors import ConfigError
 from .base import (BOUNDED, CONDITIONAL_OPTIONS, MAX_MODEL_SIZE_OPTION, PUBLIC_COLUMNS_OPTION,
@@ -129,6 +136,7 @@ class VJAMPGM(AdaptiveMechanism):
         self.rho_init = 0.0          # round 0's budget (spent on the private 1-ways)
         self.n_private_oneways = 0
         self._round_pool: list[Candidate] = []
+        self._final_oracle = self.fit_oracle   # the oracle rule of the final fit
 
     # -- helpers ---------------------------------------------------------------
 
@@ -163,7 +171,11 @@ class VJAMPGM(AdaptiveMechanism):
         if not state.neighbours.n_is_public:
             raise ConfigError("vJAM-PGM is defined under bounded DP (n public).",
                               hint="Use --neighbours bounded, or AIM for unbounded DP.")
+        self._final_oracle = state.estimator.oracle
         self.workload = self.vertical.prepare(state)
+        # the rounds' fits are short (JAM's 100 iterations), the final fit long
+        state.estimator.oracle = short_fit_oracle(state.estimator.oracle,
+                                                  state.estimator.max_iters)
         if self.all_public:
             return [Candidate(cl, PUBLIC) for cl in self.workload.cliques]
         oneway = [cl for cl in self.workload.downward_closure() if len(cl) == 1]
@@ -192,11 +204,21 @@ class VJAMPGM(AdaptiveMechanism):
                 pool.append(Candidate(cl, PRIVATE))
         return pool
 
+    def _last_round(self, state: RunState) -> None:
+        """Before the final fit: its oracle by the default rule (it is a long fit)."""
+        state.estimator.oracle = self._final_oracle
+
+    def after_round(self, state: RunState, plan: RoundPlan, chosen, before, after) -> None:
+        if plan.final:
+            self._last_round(state)
+
     def plan(self, state: RunState) -> RoundPlan | None:
         if self.all_public:
+            self._last_round(state)
             return None
         budget = jam_round_budget(state, self.T, self.alpha, self.max_model_size)
         if budget is None:
+            self._last_round(state)
             return None
         t, rho_select, rho_measure, std, limit = budget  # t: rounds since the initialisation
         limit = self.vertical.size_limit(self.max_model_size, limit / self.max_model_size)
@@ -205,6 +227,7 @@ class VJAMPGM(AdaptiveMechanism):
         if not self._round_pool:
             # only possible when every workload marginal lies inside the public
             # columns and all of them are measured (exactly): nothing left to do
+            self._last_round(state)
             return None
         return RoundPlan(epsilon=privacy.exponential_eps(rho_select),
                          sensitivity=VJAM_SCORE_SENSITIVITY, noise_std=std,
