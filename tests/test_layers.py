@@ -10,7 +10,8 @@ module of synth_core, lowest layer first. A table passed to
                    budget services)
      9 services    runner, whatif, experiments, audit (privacy audits of the mechanisms)
      8 api         api (Synthesizer: configure, prepare the inputs, dispatch, report)
-     7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget
+     7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget,
+                   run_time (the run-time model)
      6 inputs      backends.inputs (the backend chosen by name, public data handled once),
                    backends (the package's re-exports)
      5 backend     backends.memory, backends.duckdb_backend, backends.spark_backend,
@@ -55,7 +56,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     7: ("engine", "conditional", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",
-        "mechanisms.vjam_pgm", "uncertainty", "report", "budget"),
+        "mechanisms.vjam_pgm", "uncertainty", "report", "budget", "run_time"),
     8: ("api",),
     9: ("runner", "whatif", "experiments", "audit"),
     10: ("cli", "disk_table", "workbench", "workbench.background", "workbench.budget",

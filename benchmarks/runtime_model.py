@@ -1,0 +1,204 @@
+"""Calibrate the run-time model (synth_core/run_time.py) on measured runs.
+
+Every mechanism (with the conditional AIM variant and the public-only
+baseline) runs on the bundled samples at a few epsilons, each run in a fresh
+Python process. Per run it records CPU seconds (user + system of the child,
+all threads), wall seconds, the load average, and the features the model
+uses (rows, columns, domain cells, planned and actual rounds, per-round and
+final fit iterations, public rows and columns). It then fits the model's
+per-mechanism constants, writes them to ``synth_core/run_time_calibration.json``
+and prints, per run, the model's estimate against the measured CPU seconds,
+then the worst ratio (JSON lines).
+
+    PYTHONPATH=$PWD nice -n 5 python benchmarks/runtime_model.py > runs.jsonl   # measure + fit
+    PYTHONPATH=$PWD python benchmarks/runtime_model.py --refit runs.jsonl     # fit only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: (label, mechanism, options, which public input it needs)
+VARIANTS = (
+    ("aim", "aim", {}, None),
+    ("aim-conditional", "aim", {"conditional": True}, "columns"),
+    ("jam-pgm", "jam-pgm", {}, "rows"),
+    ("vjam-pgm", "vjam-pgm", {}, "columns"),
+    ("mwem-pgm", "mwem-pgm", {}, None),
+    ("pmw-pub", "pmw-pub", {}, "rows"),
+    ("vpmw", "vpmw", {}, "columns"),
+    ("gem", "gem", {}, None),
+    ("gem-pub", "gem-pub", {}, "rows"),
+    ("vgem-pub", "vgem-pub", {}, "columns"),
+    ("public-only", "public-only", {}, "rows"),
+)
+#: the public columns of each sample for the column-public variants
+PUBLIC_COLUMNS = {"titanic": ["sex", "pclass"], "adult-pub025": ["sex", "race"]}
+SAMPLES = ("titanic", "adult-pub025")
+EPSILONS = (0.3, 3.0)
+
+
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def one_run(spec: dict) -> dict:
+    """Run ``spec`` in this process; its measurements and features."""
+    from synth_core import load_sample
+    from synth_core.api import RunConfig, Synthesizer
+    from synth_core.run_time import run_features
+
+    sample = load_sample(spec["sample"])
+    options = dict(spec["options"])
+    public = sample.public
+    if spec["public"] == "columns":
+        options["public_columns"] = PUBLIC_COLUMNS[spec["sample"]]
+        public = None
+    elif spec["public"] is None:
+        public = None
+    cfg = RunConfig(mechanism=spec["mechanism"], epsilon=spec["epsilon"], seed=spec["seed"],
+                    options=options, **spec.get("settings", {}))
+    features = run_features(cfg, sample.schema, len(sample.private),
+                            public_rows=0 if public is None else len(public),
+                            public_columns=len(options.get("public_columns", ())))
+    usage0 = resource.getrusage(resource.RUSAGE_SELF)
+    wall0 = time.perf_counter()
+    synth = Synthesizer.from_config(cfg)
+    for _ in synth.run(sample.private, public, schema=sample.schema):
+        pass
+    wall = time.perf_counter() - wall0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rounds = len([e for e in synth.result.events if e.round > 0])
+    cpu = (usage.ru_utime - usage0.ru_utime) + (usage.ru_stime - usage0.ru_stime)
+    return {**features, "rounds_run": rounds, "run_cpu_s": round(cpu, 2),
+            "run_wall_s": round(wall, 2)}
+
+
+def measure(spec: dict, timeout: float) -> dict:
+    """``spec`` in a fresh process: its record, with the child's CPU seconds
+    (including import and start-up) and wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load = loadavg()
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run([sys.executable, __file__, "--one", json.dumps(spec)],
+                             capture_output=True, text=True, timeout=timeout,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired:
+        return {**spec, "status": "timeout", "timeout_s": timeout}
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if out.returncode != 0:
+        return {**spec, "status": "failed", "error": out.stderr.strip().splitlines()[-1:]}
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"bench": "runtime_model", **spec, "status": "ok", **rec,
+            "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
+            "loadavg_before": load, "loadavg_after": loadavg()}
+
+
+def specs(samples, epsilons, variants, seed: int) -> list[dict]:
+    out = []
+    for label, mech, options, public in VARIANTS:
+        if variants and label not in variants:
+            continue
+        for sample in samples:
+            for eps in (epsilons if mech != "public-only" else epsilons[:1]):
+                out.append({"variant": label, "mechanism": mech, "options": options,
+                            "public": public, "sample": sample, "epsilon": eps, "seed": seed})
+    return out
+
+
+def ratio(estimate: float, actual: float) -> float:
+    """How far off an estimate is, as a factor >= 1 either way."""
+    return max(estimate, actual) / max(1e-9, min(estimate, actual))
+
+
+def session_rule(record: dict, others: list[dict], calibration: dict) -> float | None:
+    """The "scaled from a finished run in this session" estimate of ``record``:
+    the CPU seconds per round of the latest other run of the same variant on the
+    same sample (another epsilon) times the rounds ``record`` is predicted to make."""
+    from synth_core import run_time
+
+    same = [o for o in others if o is not record and o["variant"] == record["variant"]
+            and o["sample"] == record["sample"]]
+    if not same:
+        return None
+    prior = same[-1]
+    entry = calibration["models"][run_time.model_key(record)]
+    per_round = prior["run_cpu_s"] / max(1, prior["rounds_run"])
+    return per_round * max(1.0, run_time.predicted_rounds(record, entry))
+
+
+def report(records: list[dict]) -> None:
+    """Fit, write the calibration, print per run the model's estimate and the
+    session rule's against the actual CPU seconds, then the worst ratios."""
+    from synth_core import run_time
+
+    ok = [r for r in records if r.get("status") == "ok"]
+    calibration = run_time.fit_calibration(ok)
+    run_time.write_calibration(calibration)
+    model, rule = [], []
+    for r in ok:
+        est = max(0.5, run_time.estimate_from_features(r, calibration))
+        actual = max(0.5, r["run_cpu_s"])
+        scaled = session_rule(r, ok, calibration)
+        model.append((ratio(est, actual), r))
+        if scaled is not None:
+            rule.append((ratio(max(0.5, scaled), actual), r))
+        print(json.dumps({"bench": "runtime_model_check", "variant": r["variant"],
+                          "sample": r["sample"], "epsilon": r["epsilon"],
+                          "rounds_run": r["rounds_run"], "estimate_s": round(est, 2),
+                          "run_cpu_s": r["run_cpu_s"], "run_wall_s": r["run_wall_s"],
+                          "ratio": round(model[-1][0], 2),
+                          "session_rule_s": None if scaled is None else round(scaled, 2),
+                          "session_rule_ratio": None if scaled is None else round(rule[-1][0], 2)}),
+              flush=True)
+    for name, pairs in (("model", model), ("session_rule", rule)):
+        worst = max(pairs, key=lambda x: x[0]) if pairs else (None, {})
+        print(json.dumps({"bench": "runtime_model_summary", "estimate": name, "runs": len(pairs),
+                          "within_2x": sum(1 for x, _ in pairs if x <= 2),
+                          "worst_ratio": round(worst[0], 2) if worst[0] else None,
+                          "worst_run": {k: worst[1].get(k) for k in ("variant", "sample", "epsilon")}}),
+              flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--refit", type=Path, nargs="+",
+                    help="fit from recorded JSON lines (files), run nothing")
+    ap.add_argument("--samples", nargs="+", default=list(SAMPLES))
+    ap.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    ap.add_argument("--variants", nargs="*", default=[])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=900.0)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one_run(json.loads(args.one))))
+        return
+    if args.refit:
+        rows = [json.loads(line) for path in args.refit
+                for line in path.read_text().splitlines() if line.strip()]
+        report([r for r in rows if r.get("bench") == "runtime_model"])
+        return
+    records = []
+    for spec in specs(args.samples, args.epsilons, args.variants, args.seed):
+        rec = measure(spec, args.timeout)
+        print(json.dumps(rec), flush=True)
+        records.append(rec)
+    report(records)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The run-time model: how many CPU seconds a run will take, before it starts.
+
+For a run of mechanism ``m`` with ``R`` rounds on a table of ``n`` rows and
+``d`` columns whose domain has ``C`` cells in all (the sum of the column
+sizes), ``I`` per-round and ``F`` final fit iterations::
+
+    seconds = a_m + b_m * R * (1 + n / 10_000) + c_m * (R * I + F) * C / 100
+
+``a_m`` is the fixed start-up (preparing the inputs, the workload, the
+first model), ``b_m`` the per-round cost of scoring the candidates and
+measuring one marginal on the rows, ``c_m`` the cost of the model fits
+(iterations times model size, which grows with the domain). When the
+mechanism adapts its number of rounds (``rounds`` is None), ``R`` is
+predicted as ``k_m * d ** q_m * epsilon ** p_m`` (fitted on the rounds the
+measured runs made).
+
+The constants come from measured runs (``benchmarks/runtime_model.py``,
+which writes :data:`CALIBRATION_PATH`; docs/run_time_estimates.md). They
+are CPU seconds (user + system, all threads): on an otherwise idle machine
+a run's wall time is at most that.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+
+#: the calibration file (package data), written by benchmarks/runtime_model.py
+CALIBRATION_PATH = Path(__file__).with_name("run_time_calibration.json")
+#: the model's terms, in the order of the fitted constants (a, b, c)
+TERMS = ("start", "rounds", "fit")
+#: rows and cells at which the round and fit terms double / reach 1
+ROW_SCALE = 10_000
+CELL_SCALE = 100
+
+_loaded: dict | None = None
+
+
+def run_features(config, schema, n_rows: int, *, public_rows: int = 0,
+                 public_columns: int = 0) -> dict:
+    """The quantities the model uses for a run with ``config`` (a RunConfig) on
+    a table of ``n_rows`` rows with domain ``schema``."""
+    from .mechanisms import MECHANISMS   # the mechanisms' declared defaults
+    rounds = None
+    if config.mechanism != "public-only":
+        rounds = config.mechanism_options().get("rounds")
+        if rounds is None:
+            default = MECHANISMS[config.mechanism].option_defaults().get("rounds")
+            rounds = default if isinstance(default, int) else None
+    else:
+        rounds = 0
+    return {"mechanism": config.mechanism, "conditional": bool(config.options.get("conditional")),
+            "epsilon": float(config.epsilon), "rows": int(n_rows),
+            "columns": len(schema.names), "cells": int(sum(schema.sizes.values())),
+            "planned_rounds": rounds, "round_fit_iters": int(config.round_fit_iters),
+            "final_fit_iters": int(config.final_fit_iters), "public_rows": int(public_rows),
+            "public_columns": int(public_columns)}
+
+
+def model_key(features: dict) -> str:
+    """The calibration entry of a run: its mechanism, ``+conditional`` for the
+    conditional variant."""
+    return features["mechanism"] + ("+conditional" if features.get("conditional") else "")
+
+
+def term_values(features: dict, rounds: float) -> list[float]:
+    """The model's terms (start, rounds, fit) of a run making ``rounds`` rounds."""
+    work = (rounds * features["round_fit_iters"] + features["final_fit_iters"]) \
+        * features["cells"] / CELL_SCALE
+    return [1.0, rounds * (1 + features["rows"] / ROW_SCALE), work]
+
+
+def predicted_rounds(features: dict, entry: dict) -> float:
+    """``R``: the planned rounds, else ``k * columns ** q * epsilon ** p`` (adaptive)."""
+    if features["planned_rounds"] is not None:
+        return float(features["planned_rounds"])
+    k, q, p = entry.get("rounds_k", 1.0), entry.get("rounds_q", 1.0), entry.get("rounds_p", 0.0)
+    return max(1.0, k * features["columns"] ** q * features["epsilon"] ** p)
+
+
+def estimate_from_features(features: dict, calibration: dict | None = None) -> float:
+    """Estimated CPU seconds of a run with these features (ConfigError when the
+    mechanism has no calibration)."""
+    calibration = calibration or load_calibration()
+    entry = calibration["models"].get(model_key(features)) \
+        or calibration["models"].get(features["mechanism"])
+    if entry is None:
+        raise ConfigError(f"No run-time calibration for {model_key(features)}.",
+                          hint="Run: PYTHONPATH=$PWD python benchmarks/runtime_model.py")
+    terms = term_values(features, predicted_rounds(features, entry))
+    return float(sum(c * t for c, t in zip(entry["coef"], terms)))
+
+
+def load_calibration() -> dict:
+    """The calibration file's content (read once)."""
+    global _loaded
+    if _loaded is None:
+        _loaded = json.loads(CALIBRATION_PATH.read_text())
+    return _loaded
+
+
+def write_calibration(calibration: dict, path: Path = CALIBRATION_PATH) -> None:
+    global _loaded
+    path.write_text(json.dumps(calibration, indent=1, sort_keys=True) + "\n")
+    _loaded = None
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def nonnegative_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative least squares of ``x @ coef ~ y`` over every subset of the
+    columns (few columns: exact), the subset with the smallest residual."""
+    best, best_res = np.zeros(x.shape[1]), math.inf
+    for size in range(1, x.shape[1] + 1):
+        for cols in itertools.combinations(range(x.shape[1]), size):
+            sol = np.linalg.lstsq(x[:, cols], y, rcond=None)[0]
+            if (sol < 0).any():
+                continue
+            coef = np.zeros(x.shape[1])
+            coef[list(cols)] = sol
+            res = float(np.sum((x @ coef - y) ** 2))
+            if res < best_res:
+                best, best_res = coef, res
+    return best
+
+
+def fit_rounds(records: list[dict]) -> dict:
+    """``rounds ~ k * columns ** q * epsilon ** p`` by least squares in logs; an
+    exponent the records cannot identify (one column count, or one epsilon) is 0."""
+    y = np.log([max(1, r["rounds_run"]) for r in records])
+    logs = {"q": np.log([r["columns"] for r in records]),
+            "p": np.log([r["epsilon"] for r in records])}
+    free = [name for name, v in logs.items() if np.ptp(v) > 0]
+    x = np.column_stack([np.ones_like(y)] + [logs[name] for name in free])
+    sol = np.linalg.lstsq(x, y, rcond=None)[0]
+    fitted = {"rounds_k": float(np.exp(sol[0])), "rounds_q": 0.0, "rounds_p": 0.0}
+    fitted.update({f"rounds_{name}": float(v) for name, v in zip(free, sol[1:])})
+    return fitted
+
+
+def fit_entry(records: list[dict]) -> dict:
+    """One mechanism's constants, minimising the squared relative error of the
+    measured CPU seconds (``run_cpu_s``) given the rounds the runs made."""
+    y = np.array([r["run_cpu_s"] for r in records], float)
+    x = np.array([term_values(r, r["rounds_run"]) for r in records], float)
+    coef = nonnegative_fit(x / y[:, None], np.ones_like(y))
+    entry = {"coef": [float(c) for c in coef], "runs": len(records)}
+    if any(r["planned_rounds"] is None for r in records):
+        entry.update(fit_rounds(records))
+    return entry
+
+
+def fit_calibration(records: list[dict]) -> dict:
+    """The calibration (one entry per mechanism and variant) of measured runs."""
+    groups: dict[str, list] = {}
+    for r in records:
+        groups.setdefault(model_key(r), []).append(r)
+    return {"model": "seconds = a + b * R * (1 + rows/10000) + c * (R * I + F) * cells/100",
+            "terms": list(TERMS), "unit": "CPU seconds (user + system) of the run",
+            "command": "PYTHONPATH=$PWD nice -n 5 python benchmarks/runtime_model.py",
+            "models": {k: fit_entry(v) for k, v in sorted(groups.items())}}

@@ -1,0 +1,209 @@
+"""The run-time model (synth_core/run_time.py), its calibration, and the cost
+previews the Compare page and the what-if section show before Start."""
+
+from __future__ import annotations
+
+import json
+import resource
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synth_core import load_sample, run_time
+from synth_core.api import RunConfig, Synthesizer
+from synth_core.privacy import rho_from_epsilon_delta
+from synth_core.workbench.compare import compare_plan, mechanism_settings
+from synth_core.workbench.runs import cost_frame, describe_seconds, estimate_seconds
+from synth_core.workbench.what_if import fastest_first, what_if_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "benchmarks" / "results" / "runtime_model" / "runs.jsonl"
+
+
+def measured_runs() -> list[dict]:
+    return [r for r in map(json.loads, RUNS.read_text().splitlines())
+            if r.get("bench") == "runtime_model" and r.get("status") == "ok"]
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def test_nonnegative_fit_recovers_known_constants():
+    rng = np.random.default_rng(0)
+    x = np.column_stack([np.ones(20), rng.uniform(1, 50, 20), rng.uniform(0, 300, 20)])
+    coef = np.array([1.5, 0.2, 0.0])
+    got = run_time.nonnegative_fit(x, x @ coef)
+    assert got == pytest.approx(coef, abs=1e-9)
+    # a negative least-squares solution is replaced by the best non-negative one
+    y = x @ np.array([2.0, 0.1, 0.01]) - 0.05 * x[:, 2]
+    assert (run_time.nonnegative_fit(x, y) >= 0).all()
+
+
+def test_adaptive_rounds_fit_recovers_k_and_p():
+    recs = [{"rounds_run": round(2.0 * d * e ** 0.5), "columns": d, "epsilon": e}
+            for d in (6, 15) for e in (0.25, 1.0, 4.0)]
+    fitted = run_time.fit_rounds(recs)
+    assert fitted["rounds_k"] == pytest.approx(2.0, rel=0.05)
+    assert fitted["rounds_q"] == pytest.approx(1.0, abs=0.05)
+    assert fitted["rounds_p"] == pytest.approx(0.5, abs=0.05)
+    # a fixed count (PMW-Pub's 500) is a constant, whatever the table
+    fixed = run_time.fit_rounds([{**r, "rounds_run": 500} for r in recs])
+    assert fixed["rounds_k"] == pytest.approx(500) and fixed["rounds_q"] == pytest.approx(0, abs=1e-9)
+    # one column count: the exponent of the columns is not identified, and is 0
+    one = run_time.fit_rounds([r for r in recs if r["columns"] == 6])
+    assert one["rounds_q"] == 0.0 and one["rounds_p"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_calibration_file_is_the_fit_of_the_committed_runs():
+    """The package's calibration is what the benchmark fits on the committed
+    measurements (recalibration is the one benchmark command)."""
+    fitted = run_time.fit_calibration(measured_runs())
+    shipped = run_time.load_calibration()
+    assert set(shipped["models"]) == set(fitted["models"])
+    for key, entry in fitted["models"].items():
+        assert shipped["models"][key]["coef"] == pytest.approx(entry["coef"], rel=1e-6), key
+
+
+def test_every_mechanism_and_the_conditional_variant_are_calibrated():
+    from synth_core.mechanisms import MECHANISMS
+    models = run_time.load_calibration()["models"]
+    assert set(MECHANISMS) | {"aim+conditional"} <= set(models)
+
+
+def test_model_is_within_a_factor_of_two_on_the_measured_runs():
+    """Sub-second runs count as 0.5 s (the shortest estimate shown)."""
+    for r in measured_runs():
+        est = max(0.5, run_time.estimate_from_features(r))
+        actual = max(0.5, r["run_cpu_s"])
+        assert max(est, actual) / min(est, actual) <= 2.0, (r["variant"], r["sample"], r["epsilon"])
+
+
+# ---------------------------------------------------------------- a live run
+
+
+def cpu_now() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.mark.slow
+def test_estimate_is_within_a_factor_of_two_of_a_fresh_run():
+    """A measured configuration (vJAM-PGM on Titanic with two public columns,
+    epsilon 3) run now: the model's estimate is within a factor of 2 of its
+    CPU seconds."""
+    sample = load_sample("titanic")
+    cfg = RunConfig(mechanism="vjam-pgm", epsilon=3.0, seed=1,
+                    options={"public_columns": ["sex", "pclass"]})
+    estimate, how = estimate_seconds(cfg, sample.schema, len(sample.private), None, [])
+    assert "calibrated" in how
+    before = cpu_now()
+    synth = Synthesizer.from_config(cfg)
+    for _ in synth.run(sample.private, schema=sample.schema):
+        pass
+    actual = cpu_now() - before
+    assert max(estimate, actual) / min(estimate, actual) <= 2.0, (estimate, actual)
+
+
+# ---------------------------------------------------------------- cost previews
+
+
+def titanic_settings(**kw) -> RunConfig:
+    return replace(RunConfig(mechanism="jam-pgm"), **kw)
+
+
+def test_compare_plan_charges_each_run_its_rho_and_public_only_nothing():
+    sample = load_sample("titanic")
+    s = titanic_settings(delta=1e-9)
+    jobs = [{"mechanism": m, "epsilon": e, "seed": sd}
+            for m in ("jam-pgm", "public-only") for e in (0.5, 4.0) for sd in range(3)]
+    estimate = lambda c: estimate_seconds(c, sample.schema, len(sample.private), None, [])  # noqa: E731
+    plans = compare_plan(jobs, s, estimate)
+    by = {(p.mechanism, p.epsilon): p for p in plans}
+    assert by[("jam-pgm", 0.5)].runs == 3
+    assert by[("jam-pgm", 0.5)].rho_each == pytest.approx(rho_from_epsilon_delta(0.5, 1e-9))
+    assert by[("public-only", 4.0)].rho_each == 0.0
+    frame = cost_frame(plans)
+    total = frame.iloc[-1]
+    assert total["runs"] == 12
+    assert total["rho total"] == pytest.approx(
+        3 * (rho_from_epsilon_delta(0.5, 1e-9) + rho_from_epsilon_delta(4.0, 1e-9)))
+    assert total["seconds total (est.)"] == pytest.approx(
+        sum(3 * estimate(replace(s, mechanism=m, epsilon=e))[0]
+            for m in ("jam-pgm", "public-only") for e in (0.5, 4.0)), abs=0.2)
+
+
+def test_what_if_plan_spends_nothing_and_orders_fastest_first():
+    sample = load_sample("titanic")
+    s = titanic_settings()
+    estimate = lambda c: estimate_seconds(c, sample.schema, len(sample.private), None, [])  # noqa: E731
+    plans = what_if_plan(["jam-pgm", "mwem-pgm"], [1.0, 0.1], 2, s, estimate)
+    assert [(p.mechanism, p.epsilon, p.runs) for p in plans] == [
+        ("jam-pgm", 0.1, 2), ("jam-pgm", 1.0, 2), ("mwem-pgm", 0.1, 2), ("mwem-pgm", 1.0, 2)]
+    assert all(p.rho_each == 0.0 for p in plans)
+    order = fastest_first(["jam-pgm", "mwem-pgm", "public-only"], s, sample.schema,
+                          len(sample.private))
+    times = [estimate(replace(s, mechanism=m))[0] for m in order]
+    assert times == sorted(times)
+
+
+def test_estimate_grows_with_rounds_and_rows():
+    sample = load_sample("titanic")
+    s = titanic_settings(rounds=10)
+    small = estimate_seconds(s, sample.schema, 1000, None, [])[0]
+    assert estimate_seconds(replace(s, rounds=40), sample.schema, 1000, None, [])[0] > small
+    assert estimate_seconds(s, sample.schema, 100_000, None, [])[0] > small
+
+
+def test_describe_seconds():
+    assert describe_seconds(12.4) == "~12 s"
+    assert describe_seconds(300) == "~5.0 min"
+    assert describe_seconds(5400) == "~90.0 min"
+    assert describe_seconds(9000) == "~2.5 h"
+
+
+# ---------------------------------------------------------------- the pages
+
+
+def metric(at, label: str) -> str:
+    (m,) = [m for m in at.metric if m.label == label]
+    return m.value
+
+
+def test_compare_page_shows_runs_budget_and_time_before_start(tmp_path, monkeypatch):
+    from test_app_pages import go, load_titanic, new_app
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    go(at, "app_pages/compare.py")
+    at.multiselect(key="cmp_mechs").set_value(["jam-pgm", "public-only"])
+    at.multiselect(key="cmp_eps").set_value([0.5, 5.0])
+    at.number_input(key="cmp_seeds").set_value(3).run()
+    assert not at.exception
+    assert metric(at, "Runs to start") == "12"
+    rho = 3 * (rho_from_epsilon_delta(0.5, wb.settings.delta)
+               + rho_from_epsilon_delta(5.0, wb.settings.delta))
+    assert metric(at, "Budget on the private data (rho)") == f"{rho:.4g}"
+    secs = sum(3 * wb.estimate_seconds(mechanism_settings(wb.settings, m, e))[0]
+               for m in ("jam-pgm", "public-only") for e in (0.5, 5.0))
+    assert metric(at, "Time estimate (CPU)") == describe_seconds(secs)
+    assert wb.compare.worker is None           # nothing started
+    assert any("Cost before you start: 12 run(s)" in c.value for c in at.caption)
+
+
+def test_what_if_section_shows_runs_no_budget_and_time_before_start():
+    from test_app_pages import go, load_titanic, new_app
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    go(at, "app_pages/workload.py")
+    at.multiselect(key="wi_mechs").set_value(["jam-pgm", "mwem-pgm"])
+    at.multiselect(key="wi_eps").set_value([0.5, 5.0])
+    at.number_input(key="wi_seeds").set_value(2).run()
+    assert not at.exception
+    assert metric(at, "Stand-in runs") == "8"
+    assert metric(at, "Budget on the private data") == "none"
+    secs = sum(2 * wb.estimate_seconds(mechanism_settings(wb.settings, m, e))[0]
+               for m in ("jam-pgm", "mwem-pgm") for e in (0.5, 5.0))
+    assert metric(at, "Time estimate (CPU)") == describe_seconds(secs)
+    assert wb.whatif.worker is None
