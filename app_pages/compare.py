@@ -13,7 +13,7 @@ from synth_core.mechanisms import MECHANISMS
 from synth_core.privacy import cdp_epsilon
 from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes
 from synth_core.workbench.compare import compare_plan
-from synth_core.workbench.runs import cost_frame, describe_seconds
+from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 
 POLL_SECONDS = 1.0
 
@@ -58,7 +58,7 @@ def cost_preview() -> None:
     c2.metric("Budget on the private data (rho)", f"{rho:.4g}",
               help=f"epsilon = {cdp_epsilon(rho, delta):.4g} at delta = {delta:g}" if rho > 0
               else "no private data is read")
-    c3.metric("Time estimate (CPU)", describe_seconds(float(total["seconds total (est.)"])))
+    c3.metric("Time estimate", describe_total(plans))
     account = wb.dataset_budget()
     left = (f"The table's total budget has {account.left_text(delta)} left."
             if account is not None else "The table has no total budget set (Data page): "
@@ -69,8 +69,7 @@ def cost_preview() -> None:
                "(rho_from_epsilon_delta(epsilon, delta); 0 for public-only) on the private "
                "data: the comparison is refused up front when together they would pass the "
                "table's total, and each run is charged to it before it reads the data. "
-               f"{left} Times are the run-time model's CPU seconds "
-               "(docs/run_time_estimates.md); a busy machine takes longer.")
+               f"{left} {TIME_NOTE}")
     with st.expander("Cost per setting"):
         st.dataframe(frame, hide_index=True, key="cmp_cost")
 

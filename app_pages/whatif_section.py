@@ -11,7 +11,7 @@ from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.whatif import STANDINS
 from synth_core.workbench import EPSILON_GRID
-from synth_core.workbench.runs import cost_frame, describe_seconds
+from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 from synth_core.workbench.what_if import what_if_plan
 
 POLL_SECONDS = 1.0
@@ -82,12 +82,11 @@ def cost_preview(wb, mechs, eps, seeds: int) -> None:
               help=f"{len(mechs)} mechanism(s) x {len(eps)} epsilon(s) x {seeds} seed(s)")
     c2.metric("Budget on the private data", "none",
               help="stand-in runs never read the private table; their ledgers are simulated")
-    c3.metric("Time estimate (CPU)", describe_seconds(float(frame.iloc[-1]["seconds total (est.)"])))
+    c3.metric("Time estimate", describe_total(plans))
     st.caption(f"**Cost before you start: {runs} stand-in run(s), no privacy budget** (they "
-               "never read the private table). Times are the run-time model's CPU seconds "
-               "(docs/run_time_estimates.md); the estimates for every epsilon appear at once "
-               "and measured points replace them as each run finishes, the fastest "
-               "mechanisms first.")
+               "never read the private table). The error estimates for every epsilon "
+               "appear at once and measured points replace them as each stand-in run "
+               f"finishes, the fastest mechanisms first. {TIME_NOTE}")
 
 
 def show_curves(curves) -> None:

@@ -94,8 +94,11 @@ def measure(spec: dict, timeout: float) -> dict:
         out = subprocess.run([sys.executable, __file__, "--one", json.dumps(spec)],
                              capture_output=True, text=True, timeout=timeout,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
-    except subprocess.TimeoutExpired:
-        return {**spec, "status": "timeout", "timeout_s": timeout}
+    except subprocess.TimeoutExpired:   # killed and waited for: its CPU seconds so far count
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return {"bench": "runtime_model_timeout", **spec, "status": "timeout",
+                "timeout_s": timeout, "cpu_s_at_least": round(cpu, 2), "loadavg_before": load}
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -107,7 +110,7 @@ def measure(spec: dict, timeout: float) -> dict:
             "loadavg_before": load, "loadavg_after": loadavg()}
 
 
-def specs(samples, epsilons, variants, seed: int) -> list[dict]:
+def specs(samples, epsilons, variants, seed: int, settings: dict) -> list[dict]:
     out = []
     for label, mech, options, public in VARIANTS:
         if variants and label not in variants:
@@ -115,7 +118,8 @@ def specs(samples, epsilons, variants, seed: int) -> list[dict]:
         for sample in samples:
             for eps in (epsilons if mech != "public-only" else epsilons[:1]):
                 out.append({"variant": label, "mechanism": mech, "options": options,
-                            "public": public, "sample": sample, "epsilon": eps, "seed": seed})
+                            "public": public, "sample": sample, "epsilon": eps, "seed": seed,
+                            "settings": settings})
     return out
 
 
@@ -124,54 +128,86 @@ def ratio(estimate: float, actual: float) -> float:
     return max(estimate, actual) / max(1e-9, min(estimate, actual))
 
 
-def session_rule(record: dict, others: list[dict], calibration: dict) -> float | None:
-    """The "scaled from a finished run in this session" estimate of ``record``:
-    the CPU seconds per round of the latest other run of the same variant on the
-    same sample (another epsilon) times the rounds ``record`` is predicted to make."""
+def session_rules(record: dict, others: list[dict], calibration: dict) -> dict:
+    """Estimates of ``record`` from the latest other run of the same variant on
+    the same sample (another epsilon), as a session that finished that run could
+    make them: ``per_round`` (its CPU seconds per round times the rounds
+    ``record`` is predicted to make) and ``model_scaled`` (the model's estimate
+    times what that run took over the model's estimate for it). Empty when there
+    is no such run."""
     from synth_core import run_time
 
     same = [o for o in others if o is not record and o["variant"] == record["variant"]
             and o["sample"] == record["sample"]]
     if not same:
-        return None
+        return {}
     prior = same[-1]
-    entry = calibration["models"][run_time.model_key(record)]
+    entry = run_time.calibration_entry(record, calibration)
     per_round = prior["run_cpu_s"] / max(1, prior["rounds_run"])
-    return per_round * max(1.0, run_time.predicted_rounds(record, entry))
+    factor = prior["run_cpu_s"] / max(1e-9, run_time.estimate_from_features(prior, calibration))
+    return {"per_round": per_round * max(1.0, run_time.predicted_rounds(record, entry)),
+            "model_scaled": factor * run_time.estimate_from_features(record, calibration)}
+
+
+def other_sample(record: dict, calibration: dict) -> dict:
+    """``model_other_sample``: the estimate of ``record`` by the model fitted
+    without its sample's runs (how the model carries to a table it was not
+    fitted on); empty when the variant was measured on this sample only."""
+    from synth_core import run_time
+
+    if run_time.model_key(record) not in calibration["models"]:
+        return {}
+    return {"model_other_sample": run_time.estimate_from_features(record, calibration)}
+
+
+def with_workload_cells(records: list[dict]) -> list[dict]:
+    """Records made before the model read the workload get its cells (the
+    default workload of the sample's schema, as the runs used)."""
+    from synth_core import load_sample, run_time
+    from synth_core.api import RunConfig
+
+    out = []
+    for r in records:
+        if "workload_cells" not in r:
+            schema = load_sample(r["sample"]).schema
+            r = {**r, "workload_cells": run_time.workload_cells(RunConfig().workload, schema)}
+        out.append(r)
+    return out
 
 
 def report(records: list[dict]) -> None:
     """Fit, write the calibration, print per run the model's estimate and the
-    session rule's against the actual CPU seconds, then the worst ratios."""
+    session rules' against the actual CPU seconds (sub-second figures count as
+    0.5 s), then the worst ratio of each."""
     from synth_core import run_time
 
-    ok = [r for r in records if r.get("status") == "ok"]
+    ok = with_workload_cells([r for r in records if r.get("status") == "ok"])
     calibration = run_time.fit_calibration(ok)
     run_time.write_calibration(calibration)
-    model, rule = [], []
+    ratios: dict[str, list] = {"model": [], "model_other_sample": [], "per_round": [],
+                               "model_scaled": []}
+    without = {s: run_time.fit_calibration([r for r in ok if r["sample"] != s])
+               for s in {r["sample"] for r in ok}}
     for r in ok:
-        est = max(0.5, run_time.estimate_from_features(r, calibration))
         actual = max(0.5, r["run_cpu_s"])
-        scaled = session_rule(r, ok, calibration)
-        model.append((ratio(est, actual), r))
-        if scaled is not None:
-            rule.append((ratio(max(0.5, scaled), actual), r))
-        print(json.dumps({"bench": "runtime_model_check", "variant": r["variant"],
-                          "sample": r["sample"], "epsilon": r["epsilon"],
-                          "rounds_run": r["rounds_run"], "estimate_s": round(est, 2),
-                          "run_cpu_s": r["run_cpu_s"], "run_wall_s": r["run_wall_s"],
-                          "ratio": round(model[-1][0], 2),
-                          "session_rule_s": None if scaled is None else round(scaled, 2),
-                          "session_rule_ratio": None if scaled is None else round(rule[-1][0], 2)}),
-              flush=True)
-    for name, pairs in (("model", model), ("session_rule", rule)):
+        estimates = {"model": run_time.estimate_from_features(r, calibration),
+                     **other_sample(r, without[r["sample"]]),
+                     **session_rules(r, ok, calibration)}
+        line = {"bench": "runtime_model_check", "variant": r["variant"], "sample": r["sample"],
+                "epsilon": r["epsilon"], "rounds_run": r["rounds_run"],
+                "run_cpu_s": r["run_cpu_s"], "run_wall_s": r["run_wall_s"]}
+        for name, est in estimates.items():
+            factor = ratio(max(0.5, est), actual)
+            ratios[name].append((factor, r))
+            line[f"{name}_s"], line[f"{name}_ratio"] = round(est, 2), round(factor, 2)
+        print(json.dumps(line), flush=True)
+    for name, pairs in ratios.items():
         worst = max(pairs, key=lambda x: x[0]) if pairs else (None, {})
         print(json.dumps({"bench": "runtime_model_summary", "estimate": name, "runs": len(pairs),
                           "within_2x": sum(1 for x, _ in pairs if x <= 2),
                           "worst_ratio": round(worst[0], 2) if worst[0] else None,
                           "worst_run": {k: worst[1].get(k) for k in ("variant", "sample", "epsilon")}}),
               flush=True)
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -183,6 +219,8 @@ def main() -> None:
     ap.add_argument("--variants", nargs="*", default=[])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--settings", type=json.loads, default={},
+                    help='run settings for every run, e.g. \'{"rounds": 8, "final_fit_iters": 300}\'')
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one_run(json.loads(args.one))))
@@ -193,7 +231,7 @@ def main() -> None:
         report([r for r in rows if r.get("bench") == "runtime_model"])
         return
     records = []
-    for spec in specs(args.samples, args.epsilons, args.variants, args.seed):
+    for spec in specs(args.samples, args.epsilons, args.variants, args.seed, args.settings):
         rec = measure(spec, args.timeout)
         print(json.dumps(rec), flush=True)
         records.append(rec)

@@ -4,12 +4,15 @@ For a run of mechanism ``m`` with ``R`` rounds on a table of ``n`` rows and
 ``d`` columns whose domain has ``C`` cells in all (the sum of the column
 sizes), ``I`` per-round and ``F`` final fit iterations::
 
-    seconds = a_m + b_m * R * (1 + n / 10_000) + c_m * (R * I + F) * C / 100
+    seconds = a_m + b_m * R * (1 + n / 10_000) + s_m * R * W / 10_000
+              + c_m * (R * I / 2 + F) * R * C / 100
 
 ``a_m`` is the fixed start-up (preparing the inputs, the workload, the
-first model), ``b_m`` the per-round cost of scoring the candidates and
-measuring one marginal on the rows, ``c_m`` the cost of the model fits
-(iterations times model size, which grows with the domain). When the
+first model), ``b_m`` the per-round cost of measuring on the rows, ``s_m``
+the per-round cost of scoring the candidates (``W``: the cells of the
+workload's marginals, summed), ``c_m`` the cost of the model fits:
+iterations times model size, taken as proportional to the rounds done and
+to the domain (``R * C``; over the rounds it averages ``R * C / 2``). When the
 mechanism adapts its number of rounds (``rounds`` is None), ``R`` is
 predicted as ``k_m * d ** q_m * epsilon ** p_m`` (fitted on the rounds the
 measured runs made).
@@ -34,10 +37,15 @@ from .errors import ConfigError
 #: the calibration file (package data), written by benchmarks/runtime_model.py
 CALIBRATION_PATH = Path(__file__).with_name("run_time_calibration.json")
 #: the model's terms, in the order of the fitted constants (a, b, c)
-TERMS = ("start", "rounds", "fit")
+TERMS = ("start", "rounds", "select", "fit")
 #: rows and cells at which the round and fit terms double / reach 1
 ROW_SCALE = 10_000
 CELL_SCALE = 100
+WORKLOAD_SCALE = 10_000
+
+#: a variant without its own calibration uses its family's (same algorithm)
+FAMILY = {"gem-pub": "gem", "vgem-pub": "gem", "vpmw": "pmw-pub", "vjam-pgm": "jam-pgm",
+          "aim+conditional": "aim"}
 
 _loaded: dict | None = None
 
@@ -58,9 +66,19 @@ def run_features(config, schema, n_rows: int, *, public_rows: int = 0,
     return {"mechanism": config.mechanism, "conditional": bool(config.options.get("conditional")),
             "epsilon": float(config.epsilon), "rows": int(n_rows),
             "columns": len(schema.names), "cells": int(sum(schema.sizes.values())),
+            "workload_cells": workload_cells(config.workload, schema),
             "planned_rounds": rounds, "round_fit_iters": int(config.round_fit_iters),
             "final_fit_iters": int(config.final_fit_iters), "public_rows": int(public_rows),
             "public_columns": int(public_columns)}
+
+
+def workload_cells(spec: str, schema) -> int:
+    """``W``: the cells of the workload's marginals, summed (what scoring every
+    candidate once reads)."""
+    from .workload import parse_workload
+    sizes = schema.sizes
+    return int(sum(math.prod(sizes[c] for c in clique)
+                   for clique in parse_workload(spec, schema.names).cliques))
 
 
 def model_key(features: dict) -> str:
@@ -70,10 +88,11 @@ def model_key(features: dict) -> str:
 
 
 def term_values(features: dict, rounds: float) -> list[float]:
-    """The model's terms (start, rounds, fit) of a run making ``rounds`` rounds."""
-    work = (rounds * features["round_fit_iters"] + features["final_fit_iters"]) \
-        * features["cells"] / CELL_SCALE
-    return [1.0, rounds * (1 + features["rows"] / ROW_SCALE), work]
+    """The model's terms (start, rounds, select, fit) of a run making ``rounds`` rounds."""
+    work = (rounds * features["round_fit_iters"] / 2 + features["final_fit_iters"]) \
+        * rounds * features["cells"] / CELL_SCALE
+    return [1.0, rounds * (1 + features["rows"] / ROW_SCALE),
+            rounds * features["workload_cells"] / WORKLOAD_SCALE, work]
 
 
 def predicted_rounds(features: dict, entry: dict) -> float:
@@ -87,14 +106,21 @@ def predicted_rounds(features: dict, entry: dict) -> float:
 def estimate_from_features(features: dict, calibration: dict | None = None) -> float:
     """Estimated CPU seconds of a run with these features (ConfigError when the
     mechanism has no calibration)."""
-    calibration = calibration or load_calibration()
-    entry = calibration["models"].get(model_key(features)) \
-        or calibration["models"].get(features["mechanism"])
+    entry = calibration_entry(features, calibration)
+    terms = term_values(features, predicted_rounds(features, entry))
+    return float(sum(c * t for c, t in zip(entry["coef"], terms)))
+
+
+def calibration_entry(features: dict, calibration: dict | None = None) -> dict:
+    """The calibrated constants of the run's mechanism (or of its family, see
+    :data:`FAMILY`); ConfigError when there are none."""
+    models = (calibration or load_calibration())["models"]
+    key = model_key(features)
+    entry = models.get(key) or models.get(FAMILY.get(key, features["mechanism"]))
     if entry is None:
         raise ConfigError(f"No run-time calibration for {model_key(features)}.",
                           hint="Run: PYTHONPATH=$PWD python benchmarks/runtime_model.py")
-    terms = term_values(features, predicted_rounds(features, entry))
-    return float(sum(c * t for c, t in zip(entry["coef"], terms)))
+    return entry
 
 
 def load_calibration() -> dict:
@@ -115,20 +141,27 @@ def write_calibration(calibration: dict, path: Path = CALIBRATION_PATH) -> None:
 
 
 def nonnegative_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Non-negative least squares of ``x @ coef ~ y`` over every subset of the
-    columns (few columns: exact), the subset with the smallest residual."""
+    """Non-negative least squares of ``x @ coef ~ y`` by trying every subset of
+    the columns (few columns: exact), largest subsets first; a smaller subset
+    wins only with a clearly smaller residual. Columns are scaled to a maximum
+    of 1 first, so that when the measurements do not pin the constants down
+    (fewer distinct runs than terms) the minimum-norm solution shares the time
+    among the terms instead of giving it all to one."""
+    scale = np.abs(x).max(axis=0)
+    scale[scale == 0] = 1.0
+    xs = x / scale
     best, best_res = np.zeros(x.shape[1]), math.inf
-    for size in range(1, x.shape[1] + 1):
+    for size in range(x.shape[1], 0, -1):
         for cols in itertools.combinations(range(x.shape[1]), size):
-            sol = np.linalg.lstsq(x[:, cols], y, rcond=None)[0]
+            sol = np.linalg.lstsq(xs[:, cols], y, rcond=None)[0]
             if (sol < 0).any():
                 continue
             coef = np.zeros(x.shape[1])
             coef[list(cols)] = sol
-            res = float(np.sum((x @ coef - y) ** 2))
-            if res < best_res:
+            res = float(np.sum((xs @ coef - y) ** 2))
+            if res < best_res * (1 - 1e-6) - 1e-12:
                 best, best_res = coef, res
-    return best
+    return best / scale
 
 
 def fit_rounds(records: list[dict]) -> dict:
@@ -162,7 +195,8 @@ def fit_calibration(records: list[dict]) -> dict:
     groups: dict[str, list] = {}
     for r in records:
         groups.setdefault(model_key(r), []).append(r)
-    return {"model": "seconds = a + b * R * (1 + rows/10000) + c * (R * I + F) * cells/100",
+    return {"model": "seconds = a + b * R * (1 + rows/10000) + s * R * workload_cells/10000 "
+                     "+ c * (R * I / 2 + F) * R * cells/100",
             "terms": list(TERMS), "unit": "CPU seconds (user + system) of the run",
             "command": "PYTHONPATH=$PWD nice -n 5 python benchmarks/runtime_model.py",
             "models": {k: fit_entry(v) for k, v in sorted(groups.items())}}

@@ -34,7 +34,7 @@ from ..workload import parse_workload
 from .background import BackgroundService
 from .budget import BudgetService
 from .catalog import RunSettings
-from .runs import PlannedRuns
+from .runs import PlannedRuns, planned_seconds
 
 #: a Compare job the table's total budget did not admit (not run, not stored)
 REFUSED = "refused"
@@ -188,5 +188,5 @@ def compare_plan(jobs: Sequence[dict], settings: RunSettings, estimate) -> list[
         key = (j["mechanism"], float(j["epsilon"]))
         counts[key] = counts.get(key, 0) + 1
     return [PlannedRuns(m, e, n, run_rho(m, e, settings.delta),
-                        estimate(mechanism_settings(settings, m, e))[0])
+                        planned_seconds(estimate, mechanism_settings(settings, m, e)))
             for (m, e), n in counts.items()]

@@ -17,8 +17,7 @@ from ..errors import ConfigError
 from ..report import check_release, write_table
 from ..runner import FINISHED
 from ..schema import Schema
-from ..run_time import (estimate_from_features, load_calibration, model_key,
-                        predicted_rounds, run_features)
+from ..run_time import calibration_entry, estimate_from_features, predicted_rounds, run_features
 from .catalog import RunSettings
 
 
@@ -54,18 +53,41 @@ class PendingRun:
     data_name: str
 
 
+#: what a cost preview's times are (shown beside them)
+TIME_NOTE = ("Times are the run-time model's CPU seconds (docs/run_time_estimates.md), scaled "
+             "by a run of the same mechanism finished in this session when there is one; on a "
+             "busy machine a run takes longer.")
+
+
+def model_seconds(s: RunSettings, schema: Schema, n_rows: int) -> float:
+    """The run-time model's CPU seconds for settings ``s`` (:mod:`synth_core.run_time`)."""
+    return estimate_from_features(run_features(s, schema, n_rows))
+
+
 def estimate_seconds(s: RunSettings, schema: Schema, n_rows: int, data_name: str | None,
                      runs: list[FinishedRun]) -> tuple[float, str]:
-    """Estimated CPU seconds of a run with settings ``s`` on a table of
-    ``n_rows`` rows, and how it was made: the calibrated run-time model
-    (:mod:`synth_core.run_time`) of the mechanism, at least 0.5 s."""
+    """Estimated seconds of a run with settings ``s`` on a table of ``n_rows``
+    rows (at least 0.5 s), and how it was made.
+
+    The calibrated run-time model gives CPU seconds. When a run of the same
+    mechanism on the same table finished in this session, the estimate is the
+    model's times ``t / m``, where ``t`` is that run's measured seconds and
+    ``m`` the model's estimate for it: this corrects for the machine and its
+    load as well as for the model's error on this table."""
     features = run_features(s, schema, n_rows)
-    seconds = max(0.5, estimate_from_features(features))
-    how = "run-time model calibrated on measured runs"
+    seconds = estimate_from_features(features)
+    how = "run-time model calibrated on measured runs (CPU seconds)"
     if features["planned_rounds"] is None:
-        rounds = predicted_rounds(features, load_calibration()["models"][model_key(features)])
+        rounds = predicted_rounds(features, calibration_entry(features))
         how += f"; the number of rounds adapts (predicted {rounds:.0f})"
-    return seconds, how
+    for run in reversed(runs):
+        if run.ok and run.data_name == data_name and run.settings.mechanism == s.mechanism:
+            factor = run.seconds / max(1e-9, model_seconds(run.settings, schema, n_rows))
+            seconds *= factor
+            how += (f"; scaled by run {run.number} in this session (it took {factor:.2g} "
+                    "times the model's estimate)")
+            break
+    return max(0.5, seconds), how
 
 
 def describe_seconds(seconds: float) -> str:
@@ -79,30 +101,49 @@ def describe_seconds(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class PlannedRuns:
-    """Runs of one mechanism at one epsilon (a row of a cost preview)."""
+    """Runs of one mechanism at one epsilon (a row of a cost preview);
+    ``seconds_each`` is None when the mechanism has no run-time calibration."""
 
     mechanism: str
     epsilon: float
     runs: int
     rho_each: float
-    seconds_each: float
+    seconds_each: float | None
 
     def row(self) -> dict:
+        known = self.seconds_each is not None
         return {"mechanism": self.mechanism, "epsilon": self.epsilon, "runs": self.runs,
                 "rho each": self.rho_each, "rho total": self.rho_each * self.runs,
-                "seconds each (est.)": round(self.seconds_each, 1),
-                "seconds total (est.)": round(self.seconds_each * self.runs, 1)}
+                "seconds each (est.)": round(self.seconds_each, 1) if known else None,
+                "seconds total (est.)": round(self.seconds_each * self.runs, 1) if known else None}
+
+
+def planned_seconds(estimate, s: RunSettings) -> float | None:
+    """``estimate(s)``'s seconds, or None when there is no calibration for it."""
+    try:
+        return estimate(s)[0]
+    except ConfigError:
+        return None
 
 
 def cost_frame(plans: list[PlannedRuns]) -> pd.DataFrame:
     """One row per (mechanism, epsilon) and a total row: runs, rho and
-    estimated seconds (each and in all)."""
+    estimated seconds (each and in all; the total of the runs with an estimate)."""
     rows = [p.row() for p in plans]
     rows.append({"mechanism": "total", "epsilon": None, "runs": sum(p.runs for p in plans),
                  "rho each": None, "rho total": sum(r["rho total"] for r in rows),
                  "seconds each (est.)": None,
-                 "seconds total (est.)": round(sum(p.seconds_each * p.runs for p in plans), 1)})
+                 "seconds total (est.)": round(sum(p.seconds_each * p.runs for p in plans
+                                                   if p.seconds_each is not None), 1)})
     return pd.DataFrame(rows)
+
+
+def describe_total(plans: list[PlannedRuns]) -> str:
+    """The total time of a cost preview, saying which mechanisms have no estimate."""
+    text = describe_seconds(sum(p.seconds_each * p.runs for p in plans
+                                if p.seconds_each is not None))
+    unknown = sorted({p.mechanism for p in plans if p.seconds_each is None})
+    return text + (f" + {', '.join(unknown)} (no estimate)" if unknown else "")
 
 
 def frame_bytes(df: pd.DataFrame, name: str) -> bytes:

@@ -34,7 +34,7 @@ from ..whatif import (NOTHING_SPENT, STANDINS, NoiseEstimator, PublicBasis, What
 from .background import BackgroundService
 from .catalog import RunSettings
 from .compare import mechanism_settings
-from .runs import PlannedRuns, estimate_seconds
+from .runs import PlannedRuns, estimate_seconds, planned_seconds
 
 #: rows assumed by default when nothing public says how many there are (unbounded DP)
 DEFAULT_ASSUMED_N = 1000
@@ -256,7 +256,7 @@ def what_if_plan(mechanisms: Sequence[str], epsilons: Sequence[float], seeds: in
     rho 0 each (a stand-in run never reads the private table; its ledger is
     simulated) and ``estimate(settings)`` seconds each."""
     return [PlannedRuns(m, float(e), int(seeds), 0.0,
-                        estimate(mechanism_settings(settings, m, e))[0])
+                        planned_seconds(estimate, mechanism_settings(settings, m, e)))
             for m in mechanisms for e in sorted({float(x) for x in epsilons})]
 
 
