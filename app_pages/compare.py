@@ -44,6 +44,7 @@ def cost_preview() -> None:
     try:
         jobs, saved = wb.compare_jobs(mechs, eps, seeds)
         plans = compare_plan(jobs, wb.settings, wb.estimate_seconds)
+        account = wb.dataset_budget()
     except Exception as exc:  # noqa: BLE001  (the choice is checked again on Start)
         st.caption(f"No cost preview yet: {exc}")
         return
@@ -59,7 +60,6 @@ def cost_preview() -> None:
               help=f"epsilon = {cdp_epsilon(rho, delta):.4g} at delta = {delta:g}" if rho > 0
               else "no private data is read")
     c3.metric("Time estimate", describe_total(plans))
-    account = wb.dataset_budget()
     left = (f"The table's total budget has {account.left_text(delta)} left."
             if account is not None else "The table has no total budget set (Data page): "
             "runs are not capped, only counted.")

@@ -245,7 +245,11 @@ def test_compare_page_shows_runs_budget_and_time_before_start(tmp_path, monkeypa
     assert metric(at, "Budget on the private data (rho)") == f"{rho:.4g}"
     assert metric(at, "Time estimate") == describe_seconds(page_seconds(wb, mechs, eps, 3))
     assert wb.compare.worker is None           # nothing started
-    assert any("Cost before you start: 12 run(s)" in c.value for c in at.caption)
+    assert any("Cost before you start: 12 run(s)" in c.value and "no total budget set" in c.value
+               for c in at.caption)
+    account = wb.set_dataset_budget(20.0, wb.settings.delta)
+    at.run()
+    assert any(account.left_text(wb.settings.delta) in c.value for c in at.caption)
 
 
 def test_what_if_section_shows_runs_no_budget_and_time_before_start(tmp_path, monkeypatch):
