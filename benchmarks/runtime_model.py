@@ -175,6 +175,28 @@ def with_workload_cells(records: list[dict]) -> list[dict]:
     return out
 
 
+def unfinished(records: list[dict], calibration: dict) -> None:
+    """Per run stopped at its timeout: the model's estimate against the CPU
+    seconds it had used by then (a lower bound of what it needs)."""
+    from synth_core import load_sample, run_time
+    from synth_core.api import RunConfig
+
+    for r in records:
+        if r.get("bench") != "runtime_model_timeout" or "cpu_s_at_least" not in r:
+            continue
+        sample = load_sample(r["sample"])
+        cfg = RunConfig(mechanism=r["mechanism"], epsilon=r["epsilon"], seed=r["seed"],
+                        options=dict(r["options"]), **r.get("settings", {}))
+        est = run_time.estimate_from_features(
+            run_time.run_features(cfg, sample.schema, len(sample.private)), calibration)
+        print(json.dumps({"bench": "runtime_model_unfinished", "variant": r["variant"],
+                          "sample": r["sample"], "epsilon": r["epsilon"],
+                          "timeout_s": r["timeout_s"], "cpu_s_at_least": r["cpu_s_at_least"],
+                          "model_s": round(est, 2),
+                          "underestimate_at_least": round(r["cpu_s_at_least"] / max(est, 1e-9), 2)}),
+              flush=True)
+
+
 def report(records: list[dict]) -> None:
     """Fit, write the calibration, print per run the model's estimate and the
     session rules' against the actual CPU seconds (sub-second figures count as
@@ -184,8 +206,8 @@ def report(records: list[dict]) -> None:
     ok = with_workload_cells([r for r in records if r.get("status") == "ok"])
     calibration = run_time.fit_calibration(ok)
     run_time.write_calibration(calibration)
-    ratios: dict[str, list] = {"model": [], "model_other_sample": [], "per_round": [],
-                               "model_scaled": []}
+    ratios: dict[str, list] = {"model": [], "model_other_settings": [],
+                               "model_other_sample": [], "per_round": [], "model_scaled": []}
     without = {s: run_time.fit_calibration([r for r in ok if r["sample"] != s])
                for s in {r["sample"] for r in ok}}
     for r in ok:
@@ -198,9 +220,12 @@ def report(records: list[dict]) -> None:
                 "run_cpu_s": r["run_cpu_s"], "run_wall_s": r["run_wall_s"]}
         for name, est in estimates.items():
             factor = ratio(max(0.5, est), actual)
-            ratios[name].append((factor, r))
+            group = "model_other_settings" if name == "model" and not run_time.at_defaults(r) \
+                else name
+            ratios[group].append((factor, r))
             line[f"{name}_s"], line[f"{name}_ratio"] = round(est, 2), round(factor, 2)
         print(json.dumps(line), flush=True)
+    unfinished(records, calibration)
     for name, pairs in ratios.items():
         worst = max(pairs, key=lambda x: x[0]) if pairs else (None, {})
         print(json.dumps({"bench": "runtime_model_summary", "estimate": name, "runs": len(pairs),
@@ -228,7 +253,7 @@ def main() -> None:
     if args.refit:
         rows = [json.loads(line) for path in args.refit
                 for line in path.read_text().splitlines() if line.strip()]
-        report([r for r in rows if r.get("bench") == "runtime_model"])
+        report([r for r in rows if r.get("bench") in ("runtime_model", "runtime_model_timeout")])
         return
     records = []
     for spec in specs(args.samples, args.epsilons, args.variants, args.seed, args.settings):

@@ -87,8 +87,9 @@ def test_every_measured_mechanism_and_the_conditional_variant_are_calibrated():
 
 
 def test_model_is_within_a_factor_of_two_on_the_measured_runs():
-    """Sub-second runs count as 0.5 s (the shortest estimate shown)."""
-    for r in measured_runs():
+    """On the runs at the default settings (what is fitted); sub-second runs
+    count as 0.5 s (the shortest estimate shown)."""
+    for r in filter(run_time.at_defaults, measured_runs()):
         est = max(0.5, run_time.estimate_from_features(r))
         actual = max(0.5, r["run_cpu_s"])
         assert max(est, actual) / min(est, actual) <= 2.0, (r["variant"], r["sample"], r["epsilon"])
