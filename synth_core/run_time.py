@@ -39,9 +39,9 @@ from .errors import ConfigError
 
 #: the calibration file (package data), written by benchmarks/runtime_model.py
 CALIBRATION_PATH = Path(__file__).with_name("run_time_calibration.json")
-#: the model's terms, in the order of the fitted constants (a, b, c)
+#: the model's terms, in the order of the fitted constants (a, b, s, c)
 TERMS = ("start", "rounds", "select", "fit")
-#: rows and cells at which the round and fit terms double / reach 1
+#: the scales of rows, domain cells and workload cells in the terms
 ROW_SCALE = 10_000
 CELL_SCALE = 100
 WORKLOAD_SCALE = 10_000
