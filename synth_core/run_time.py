@@ -146,16 +146,16 @@ def write_calibration(calibration: dict, path: Path = CALIBRATION_PATH) -> None:
 
 def nonnegative_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Non-negative least squares of ``x @ coef ~ y`` by trying every subset of
-    the columns (few columns: exact), largest subsets first; a smaller subset
-    wins only with a clearly smaller residual. Columns are scaled to a maximum
-    of 1 first, so that when the measurements do not pin the constants down
-    (fewer distinct runs than terms) the minimum-norm solution shares the time
-    among the terms instead of giving it all to one."""
+    the columns (few columns: exact), smallest subsets first; a larger subset
+    wins only with a clearly smaller residual. When the measurements do not pin
+    the constants down (fewer distinct runs than terms) this keeps the fewest
+    terms that explain them (one run: the start-up alone) rather than
+    extrapolating along a term nothing measured."""
     scale = np.abs(x).max(axis=0)
     scale[scale == 0] = 1.0
     xs = x / scale
     best, best_res = np.zeros(x.shape[1]), math.inf
-    for size in range(x.shape[1], 0, -1):
+    for size in range(1, x.shape[1] + 1):
         for cols in itertools.combinations(range(x.shape[1]), size):
             sol = np.linalg.lstsq(xs[:, cols], y, rcond=None)[0]
             if (sol < 0).any():
@@ -209,6 +209,15 @@ def at_defaults(record: dict) -> bool:
     return not record.get("settings")
 
 
+def family_knows_more(key: str, records: list[dict], groups: dict) -> bool:
+    """Whether a variant measured on one table only should use its family's
+    constants instead (the family was measured on more tables)."""
+    family = FAMILY.get(key)
+    tables = {r["rows"] for r in records}
+    return (family in groups and len(tables) == 1
+            and len({r["rows"] for r in groups[family]}) > 1)
+
+
 def fit_calibration(records: list[dict]) -> dict:
     """The calibration (one entry per mechanism and variant) of the measured runs
     made at the default run settings (runs with other settings are checked
@@ -216,6 +225,7 @@ def fit_calibration(records: list[dict]) -> dict:
     groups: dict[str, list] = {}
     for r in filter(at_defaults, records):
         groups.setdefault(model_key(r), []).append(r)
+    groups = {k: v for k, v in groups.items() if not family_knows_more(k, v, groups)}
     return {"model": "seconds = a + b * R * (1 + rows/10000) + s * R * workload_cells/10000 "
                      "+ c * (R * I / (e + 1) + F) * R ** e * cells/100",
             "terms": list(TERMS), "unit": "CPU seconds (user + system) of the run",
