@@ -10,7 +10,10 @@ from app_pages.common import (CURATOR_PLOT, curator_header, data_page, mechanism
                               show_error, show_finished_worker)
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
+from synth_core.privacy import cdp_epsilon
 from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes
+from synth_core.workbench.compare import compare_plan
+from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 
 POLL_SECONDS = 1.0
 
@@ -30,14 +33,50 @@ st.warning("Every comparison run uses the private data and spends its own privac
 default_mechs = [m for m in (s.mechanism, "public-only") if m in MECHANISMS]
 if wb.public.kind == "none":
     default_mechs = [m for m in default_mechs if not MECHANISMS[m].capabilities.public_rows] or ["aim"]
-with st.form("compare_form"):
-    mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
-                           format_func=mechanism_label, key="cmp_mechs")
-    eps = st.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
-                         key="cmp_eps")
-    seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2,
-                            key="cmp_seeds")
-    go = st.form_submit_button("Start comparison", type="primary", disabled=wb.compare.running)
+mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
+                       format_func=mechanism_label, key="cmp_mechs")
+eps = st.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0], key="cmp_eps")
+seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2, key="cmp_seeds")
+
+
+def cost_preview() -> None:
+    """Before Start: how many runs, the budget they spend on the private data and
+    the time estimate of the run-time model, per setting and in all."""
+    try:
+        jobs, saved = wb.compare_jobs(mechs, eps, seeds)
+        plans = compare_plan(jobs, wb.settings, wb.estimate_seconds)
+        account = wb.dataset_budget()
+    except Exception as exc:  # noqa: BLE001  (the choice is checked again on Start)
+        st.caption(f"No cost preview yet: {exc}")
+        return
+    frame = cost_frame(plans)
+    total = frame.iloc[-1]
+    rho = float(total["rho total"])
+    delta = wb.settings.delta
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Runs to start", len(jobs),
+              help=f"{len(mechs)} mechanism(s) x {len(eps)} epsilon(s) x {seeds} seed(s)"
+                   + (f"; {saved} already saved, not run again" if saved else ""))
+    c2.metric("Budget on the private data (rho)", f"{rho:.4g}",
+              help=f"epsilon = {cdp_epsilon(rho, delta):.4g} at delta = {delta:g}" if rho > 0
+              else "no private data is read")
+    c3.metric("Time estimate", describe_total(plans))
+    left = (f"The table's total budget has {account.left_text(delta)} left."
+            if account is not None else "The table has no total budget set (Data page): "
+            "runs are not capped, only counted.")
+    st.caption(f"**Cost before you start: {len(jobs)} run(s)"
+               + (f" ({saved} already saved are not run again)" if saved else "")
+               + f", rho = {rho:.4g} in all.** Each run spends its own rho "
+               "(rho_from_epsilon_delta(epsilon, delta); 0 for public-only) on the private "
+               "data: the comparison is refused up front when together they would pass the "
+               "table's total, and each run is charged to it before it reads the data. "
+               f"{left} {TIME_NOTE}")
+    with st.expander("Cost per setting"):
+        st.dataframe(frame, hide_index=True, key="cmp_cost")
+
+
+cost_preview()
+go = st.button("Start comparison", type="primary", disabled=wb.compare.running, key="cmp_go")
 if go:
     try:
         jobs, skipped = wb.compare_jobs(mechs, eps, seeds)

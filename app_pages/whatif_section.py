@@ -11,6 +11,8 @@ from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.whatif import STANDINS
 from synth_core.workbench import EPSILON_GRID
+from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
+from synth_core.workbench.what_if import what_if_plan
 
 POLL_SECONDS = 1.0
 
@@ -24,21 +26,21 @@ def whatif_section(wb) -> None:
                "markers: from the noise the mechanism would add, no run); stand-in runs then "
                "replace the estimates one by one (filled markers) and recalibrate the rest.")
     standins = wb.what_if_standins()
-    with st.form("whatif_form"):
-        standin = st.radio("Stand-in for the private table", standins, format_func=STANDINS.get,
-                           horizontal=True, key="wi_standin_" + "-".join(standins))
-        c1, c2, c3 = st.columns([2, 2, 1])
-        mechs = c1.multiselect("Mechanisms", list(MECHANISMS), default=[wb.settings.mechanism],
-                               format_func=mechanism_label, key="wi_mechs")
-        eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
-                             key="wi_eps")
-        seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
-        assumed = None
-        if wb.what_if_needs_assumed_n():
-            assumed = st.number_input(
-                "Rows to assume (unbounded DP: the private row count is not public)",
-                min_value=10, max_value=10_000_000, value=1000, step=100, key="wi_assumed_n")
-        go = st.form_submit_button("Start what-if", disabled=wb.whatif.running)
+    standin = st.radio("Stand-in for the private table", standins, format_func=STANDINS.get,
+                       horizontal=True, key="wi_standin_" + "-".join(standins))
+    c1, c2, c3 = st.columns([2, 2, 1])
+    mechs = c1.multiselect("Mechanisms", list(MECHANISMS), default=[wb.settings.mechanism],
+                           format_func=mechanism_label, key="wi_mechs")
+    eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
+                         key="wi_eps")
+    seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
+    assumed = None
+    if wb.what_if_needs_assumed_n():
+        assumed = st.number_input(
+            "Rows to assume (unbounded DP: the private row count is not public)",
+            min_value=10, max_value=10_000_000, value=1000, step=100, key="wi_assumed_n")
+    cost_preview(wb, mechs, eps, int(seeds))
+    go = st.button("Start what-if", disabled=wb.whatif.running, key="wi_go")
     if go:
         try:
             worker = wb.start_what_if(mechs, eps, int(seeds), standin,
@@ -70,6 +72,28 @@ def whatif_section(wb) -> None:
         show_curves(wb.whatif.curves())
 
     live()
+
+
+def cost_preview(wb, mechs, eps, seeds: int) -> None:
+    """Before Start: how many stand-in runs, their budget (none) and the time
+    estimate of the run-time model."""
+    try:
+        plans = what_if_plan(mechs, eps, seeds, wb.settings, wb.estimate_seconds)
+    except Exception as exc:  # noqa: BLE001  (the choice is checked again on Start)
+        st.caption(f"No cost preview yet: {exc}")
+        return
+    frame = cost_frame(plans)
+    runs = int(frame.iloc[-1]["runs"])
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Stand-in runs", runs,
+              help=f"{len(mechs)} mechanism(s) x {len(eps)} epsilon(s) x {seeds} seed(s)")
+    c2.metric("Budget on the private data", "none",
+              help="stand-in runs never read the private table; their ledgers are simulated")
+    c3.metric("Time estimate", describe_total(plans))
+    st.caption(f"**Cost before you start: {runs} stand-in run(s), no privacy budget** (they "
+               "never read the private table). The error estimates for every epsilon "
+               "appear at once and measured points replace them as each stand-in run "
+               f"finishes, the fastest mechanisms first. {TIME_NOTE}")
 
 
 def show_curves(curves) -> None:

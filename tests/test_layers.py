@@ -12,7 +12,8 @@ module of synth_core, lowest layer first. A table passed to
                    explain, side_by_side (notes on a run's numbers; real, public, synthetic)
      8 api         api (Synthesizer: configure, prepare the inputs, dispatch, report)
      7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget,
-                   notebook (live progress, Altair figures, the repeat notebook)
+                   notebook (live progress, Altair figures, the repeat notebook),
+                   run_time (the run-time model)
      6 inputs      backends.inputs (the backend chosen by name, public data handled once),
                    backends (the package's re-exports)
      5 backend     backends.memory, backends.duckdb_backend, backends.spark_backend,
@@ -60,7 +61,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",
         "mechanisms.mst", "mechanisms.privbayes", "mechanisms.independent",
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",
-        "mechanisms.vjam_pgm", "uncertainty", "report", "budget", "notebook"),
+        "mechanisms.vjam_pgm", "uncertainty", "report", "budget", "notebook",
+        "run_time"),
     8: ("api",),
     9: ("runner", "whatif", "experiments", "audit", "explain", "side_by_side"),
     10: ("cli", "disk_table", "workbench", "workbench.background", "workbench.budget",

@@ -16,13 +16,14 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
 from ..errors import BudgetExceededError, ConfigError
+from ..budget import run_rho
 from ..experiments import STOPPED as STOPPED_RUN
 from ..experiments import (DatasetSpec, MechanismSpec, ResultStore, Sweep, job_summary,
                            pending_jobs, run_job)
@@ -33,6 +34,7 @@ from ..workload import parse_workload
 from .background import BackgroundService
 from .budget import BudgetService
 from .catalog import RunSettings
+from .runs import PlannedRuns, planned_seconds
 
 #: a Compare job the table's total budget did not admit (not run, not stored)
 REFUSED = "refused"
@@ -166,3 +168,25 @@ class CompareService(BackgroundService):
         self.worker = SweepWorker([job_summary(j) for j in todo.values()], run_one, on_row=on_row,
                                   label=f"{len(todo)} runs on {setup.dataset.name}").start()
         return self.worker
+
+
+def mechanism_settings(s: RunSettings, mechanism: str, epsilon: float) -> RunSettings:
+    """The settings a comparison run of ``mechanism`` at ``epsilon`` uses: the
+    shared ones, and of the session's options those the mechanism declares."""
+    declared = MECHANISMS[mechanism].option_defaults()
+    return replace(s, mechanism=mechanism, epsilon=float(epsilon),
+                   options={k: v for k, v in s.options.items() if k in declared})
+
+
+def compare_plan(jobs: Sequence[dict], settings: RunSettings, estimate) -> list[PlannedRuns]:
+    """What the comparison's pending ``jobs`` cost, per (mechanism, epsilon):
+    how many runs, the rho each spends on the private data
+    (``run_rho(mechanism, epsilon, delta)``: ``rho_from_epsilon_delta``, 0 for
+    the public-only baseline) and ``estimate(settings)`` seconds each."""
+    counts: dict[tuple[str, float], int] = {}
+    for j in jobs:
+        key = (j["mechanism"], float(j["epsilon"]))
+        counts[key] = counts.get(key, 0) + 1
+    return [PlannedRuns(m, e, n, run_rho(m, e, settings.delta),
+                        planned_seconds(estimate, mechanism_settings(settings, m, e)))
+            for (m, e), n in counts.items()]

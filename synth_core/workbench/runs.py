@@ -17,7 +17,8 @@ from ..errors import ConfigError
 from ..report import check_release, write_table
 from ..runner import FINISHED
 from ..schema import Schema
-from .catalog import RunSettings, planned_rounds
+from ..run_time import calibration_entry, estimate_from_features, predicted_rounds, run_features
+from .catalog import RunSettings
 
 
 @dataclass
@@ -52,33 +53,97 @@ class PendingRun:
     data_name: str
 
 
+#: what a cost preview's times are (shown beside them)
+TIME_NOTE = ("Times are the run-time model's CPU seconds (docs/run_time_estimates.md), scaled "
+             "by a run of the same mechanism finished in this session when there is one; on a "
+             "busy machine a run takes longer.")
+
+
+def model_seconds(s: RunSettings, schema: Schema, n_rows: int) -> float:
+    """The run-time model's CPU seconds for settings ``s`` (:mod:`synth_core.run_time`)."""
+    return estimate_from_features(run_features(s, schema, n_rows))
+
+
 def estimate_seconds(s: RunSettings, schema: Schema, n_rows: int, data_name: str | None,
                      runs: list[FinishedRun]) -> tuple[float, str]:
-    """A rough run-time estimate (seconds) of a run with settings ``s`` on a
-    table of ``n_rows`` rows, and how it was made: scaled from the latest
-    finished run of the same mechanism on the same table (seconds per round,
-    times the ratio of per-round fit iterations, at least 0.3), else from the
-    table's size (calibrated below)."""
-    rounds = planned_rounds(s)
-    if s.mechanism == "public-only":
-        return 1.0, "no rounds: the public table is rescaled"
-    how = "rough guess from the table size"
-    if rounds is None:
-        rounds = 3 * len(schema.names)
-        how += f"; the number of rounds adapts (guessed {rounds})"
+    """Estimated seconds of a run with settings ``s`` on a table of ``n_rows``
+    rows (at least 0.5 s), and how it was made.
+
+    The calibrated run-time model gives CPU seconds. When a run of the same
+    mechanism on the same table finished in this session, the estimate is the
+    model's times ``t / m``, where ``t`` is that run's measured seconds and
+    ``m`` the model's estimate for it: this corrects for the machine and its
+    load as well as for the model's error on this table."""
+    features = run_features(s, schema, n_rows)
+    seconds = estimate_from_features(features)
+    how = "run-time model calibrated on measured runs (CPU seconds)"
+    if features["planned_rounds"] is None:
+        rounds = predicted_rounds(features, calibration_entry(features))
+        how += f"; the number of rounds adapts (predicted {rounds:.0f})"
     for run in reversed(runs):
         if run.ok and run.data_name == data_name and run.settings.mechanism == s.mechanism:
-            n_ev = max(1, len([e for e in run.events if e.round > 0]))
-            scale = s.round_fit_iters / max(1, run.settings.round_fit_iters)
-            per_round = run.seconds / n_ev * max(0.3, scale)
-            return max(1.0, per_round * rounds), f"scaled from run {run.number} in this session"
-    # calibrated on this machine (2 cores): JAM-PGM on Titanic at the paper defaults
-    # spends ~2.5 s per round (100 fit iterations) and ~9 s in the final fit
-    cells = sum(schema.sizes.values())
-    size = (1 + cells / 500) * (1 + n_rows / 2e5)
-    per_round = 0.3 + s.round_fit_iters * 0.025 * size
-    final = s.final_fit_iters * 0.009 * size
-    return 3.0 + rounds * per_round + final, how
+            factor = run.seconds / max(1e-9, model_seconds(run.settings, schema, n_rows))
+            seconds *= factor
+            how += (f"; scaled by run {run.number} in this session (it took {factor:.2g} "
+                    "times the model's estimate)")
+            break
+    return max(0.5, seconds), how
+
+
+def describe_seconds(seconds: float) -> str:
+    """A duration as a person reads it: ``~12 s``, ``~3.4 min`` or ``~1.2 h``."""
+    if seconds < 120:
+        return f"~{seconds:.0f} s"
+    if seconds < 7200:
+        return f"~{seconds / 60:.1f} min"
+    return f"~{seconds / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class PlannedRuns:
+    """Runs of one mechanism at one epsilon (a row of a cost preview);
+    ``seconds_each`` is None when the mechanism has no run-time calibration."""
+
+    mechanism: str
+    epsilon: float
+    runs: int
+    rho_each: float
+    seconds_each: float | None
+
+    def row(self) -> dict:
+        known = self.seconds_each is not None
+        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "runs": self.runs,
+                "rho each": self.rho_each, "rho total": self.rho_each * self.runs,
+                "seconds each (est.)": round(self.seconds_each, 1) if known else None,
+                "seconds total (est.)": round(self.seconds_each * self.runs, 1) if known else None}
+
+
+def planned_seconds(estimate, s: RunSettings) -> float | None:
+    """``estimate(s)``'s seconds, or None when there is no calibration for it."""
+    try:
+        return estimate(s)[0]
+    except ConfigError:
+        return None
+
+
+def cost_frame(plans: list[PlannedRuns]) -> pd.DataFrame:
+    """One row per (mechanism, epsilon) and a total row: runs, rho and
+    estimated seconds (each and in all; the total of the runs with an estimate)."""
+    rows = [p.row() for p in plans]
+    rows.append({"mechanism": "total", "epsilon": None, "runs": sum(p.runs for p in plans),
+                 "rho each": None, "rho total": sum(r["rho total"] for r in rows),
+                 "seconds each (est.)": None,
+                 "seconds total (est.)": round(sum(p.seconds_each * p.runs for p in plans
+                                                   if p.seconds_each is not None), 1)})
+    return pd.DataFrame(rows)
+
+
+def describe_total(plans: list[PlannedRuns]) -> str:
+    """The total time of a cost preview, saying which mechanisms have no estimate."""
+    text = describe_seconds(sum(p.seconds_each * p.runs for p in plans
+                                if p.seconds_each is not None))
+    unknown = sorted({p.mechanism for p in plans if p.seconds_each is None})
+    return text + (f" + {', '.join(unknown)} (no estimate)" if unknown else "")
 
 
 def frame_bytes(df: pd.DataFrame, name: str) -> bytes:

@@ -33,6 +33,8 @@ from ..whatif import (NOTHING_SPENT, STANDINS, NoiseEstimator, PublicBasis, What
                       build_curve, noise_estimator, predict_point, refine_order, run_config)
 from .background import BackgroundService
 from .catalog import RunSettings
+from .compare import mechanism_settings
+from .runs import PlannedRuns, estimate_seconds, planned_seconds
 
 #: rows assumed by default when nothing public says how many there are (unbounded DP)
 DEFAULT_ASSUMED_N = 1000
@@ -139,7 +141,8 @@ class WhatIfService(BackgroundService):
         logged for it)."""
         self.check_idle()
         self.request = request
-        todo = [m for m in request.mechanisms if request.keys[m] not in self._cache]
+        todo = fastest_first([m for m in request.mechanisms if request.keys[m] not in self._cache],
+                             settings, basis.schema, basis.n)
         if not todo:
             return None
         seeds, epsilons, standin = request.seeds, request.epsilons, request.standin
@@ -254,3 +257,26 @@ class WhatIfService(BackgroundService):
         if block is not None:
             check_release(block)
             run.result.report["what_if"] = block
+
+
+def what_if_plan(mechanisms: Sequence[str], epsilons: Sequence[float], seeds: int,
+                 settings: RunSettings, estimate) -> list[PlannedRuns]:
+    """What a what-if costs, per (mechanism, epsilon): ``seeds`` stand-in runs,
+    rho 0 each (a stand-in run never reads the private table; its ledger is
+    simulated) and ``estimate(settings)`` seconds each."""
+    return [PlannedRuns(m, float(e), int(seeds), 0.0,
+                        planned_seconds(estimate, mechanism_settings(settings, m, e)))
+            for m in mechanisms for e in sorted({float(x) for x in epsilons})]
+
+
+def fastest_first(mechanisms: Sequence[str], settings: RunSettings, schema, n: int) -> list[str]:
+    """``mechanisms`` by the run-time model's estimate of one stand-in run of
+    ``n`` rows (at the settings' epsilon), fastest first: measured points
+    replace the estimates soonest. A mechanism without a calibration goes last."""
+    def seconds(m: str) -> float:
+        try:
+            return estimate_seconds(mechanism_settings(settings, m, settings.epsilon),
+                                    schema, n, None, [])[0]
+        except SynthError:
+            return float("inf")
+    return sorted(mechanisms, key=seconds)
