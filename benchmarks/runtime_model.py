@@ -41,6 +41,9 @@ VARIANTS = (
     ("gem-pub", "gem-pub", {}, "rows"),
     ("vgem-pub", "vgem-pub", {}, "columns"),
     ("public-only", "public-only", {}, "rows"),
+    ("mst", "mst", {}, None),
+    ("privbayes-pgm", "privbayes-pgm", {}, None),
+    ("independent", "independent", {}, None),
 )
 #: the public columns of each sample for the column-public variants
 PUBLIC_COLUMNS = {"titanic": ["sex", "pclass"], "adult-pub025": ["sex", "race"]}
