@@ -39,6 +39,9 @@ SCORING_THREADS = 2
 #: Contractions whose joint index space is at most this many cells run as one
 #: plain ``np.einsum`` call (no path search, whose overhead dominates there).
 SMALL_CONTRACTION = 2 ** 16
+#: Cells (float64) of junction-tree messages one model keeps for reuse across
+#: queries (2^25 cells = 256 MiB); a message past the budget is recomputed.
+MESSAGE_CACHE_CELLS = 2 ** 25
 
 
 class ModelMarginals:
@@ -77,6 +80,8 @@ class ModelMarginals:
         self._inv_sep: dict[tuple[Clique, Clique], tuple[Clique, np.ndarray]] = {}
         self._reduced: dict[tuple[Clique, frozenset], tuple[np.ndarray, Clique]] = {}
         self._cond: dict[tuple, tuple[np.ndarray, Clique]] = {}
+        self._messages: dict[tuple, tuple[np.ndarray, Clique]] = {}
+        self._message_cells = 0
 
     @staticmethod
     def uniform(sizes: Mapping[str, int], total: float) -> "ModelMarginals":
@@ -224,24 +229,41 @@ class ModelMarginals:
         children: dict[Clique, list[Clique]] = {n: [] for n in nodes}
         for child, par in parents.items():
             children[par].append(child)
-        wanted = set(attrs)
-        messages: dict[Clique, tuple[np.ndarray, tuple[str, ...]]] = {}
-        # leaves first: each node sends p(its part of the query | separator to its parent),
-        # summing out every variable no later step needs, so messages stay small
-        for node in reversed(nodes):
-            up: tuple[str, ...] = ()
-            if node in parents:
-                up = tuple(c for c in node if c in parents[node])
-            below = set().union(*(set(c) & set(node) for c in children[node]))
-            table, labels = self._conditional(
-                node, parents.get(node),
-                frozenset(c for c in node if c in wanted or c in up or c in below))
-            operands = [(table, labels)] + [messages.pop(c) for c in children[node]]
-            present = dict.fromkeys(c for _, lab in operands for c in lab)
-            keep = tuple(c for c in present if c in wanted or c in up)
-            messages[node] = (_einsum(operands, keep), keep)
-        table, labels = messages[nodes[0]]
+        below: dict[Clique, frozenset] = {}
+        for node in reversed(nodes):   # leaves first: the nodes of each node's subtree
+            below[node] = frozenset([node]).union(*(below[c] for c in children[node]))
+        table, labels = self._send(nodes[0], parents, children, set(attrs), below)
         return _sum_to(table, labels, tuple(attrs))
+
+    def _send(self, node: Clique, parents: dict, children: dict, wanted: set,
+              below: dict) -> tuple[np.ndarray, tuple[str, ...]]:
+        """What ``node`` sends its parent: ``p(wanted columns in its subtree | separator)``
+        (at the root: ``p(wanted)``), summing out every column no later step needs.
+
+        The message depends only on the node, its parent, the nodes of its
+        subtree and the wanted columns in them, so the candidates of a round
+        share it (a column's message from its branch is computed once, not
+        once per candidate holding the column): kept per model up to
+        :data:`MESSAGE_CACHE_CELLS` cells in all.
+        """
+        parent = parents.get(node)
+        key = (node, parent, below[node], frozenset(c for n in below[node] for c in n if c in wanted))
+        hit = self._messages.get(key)
+        if hit is not None:
+            return hit
+        up = tuple(c for c in node if c in parent) if parent is not None else ()
+        from_children = set().union(*(set(c) & set(node) for c in children[node]))
+        table, labels = self._conditional(
+            node, parent, frozenset(c for c in node if c in wanted or c in up or c in from_children))
+        operands = [(table, labels)] + [self._send(c, parents, children, wanted, below)
+                                        for c in children[node]]
+        present = dict.fromkeys(c for _, lab in operands for c in lab)
+        keep = tuple(c for c in present if c in wanted or c in up)
+        message = (_einsum(operands, keep), keep)
+        if parent is not None and self._message_cells + message[0].size <= MESSAGE_CACHE_CELLS:
+            self._messages[key] = message
+            self._message_cells += message[0].size
+        return message
 
     def counts(self, clique: Sequence[str]) -> np.ndarray:
         """``M_r(p)``: the model's marginal counts, flattened like a data marginal."""
@@ -317,19 +339,12 @@ def _contract_step(ops: list, keep: list) -> np.ndarray:
     """``sum over the rest of prod ops``, laid out as ``keep``: one step of a contraction path.
 
     Labels that one operand alone holds and ``keep`` lacks are summed out of it
-    first. Two operands that share no kept label then meet in a matrix product
-    (``np.tensordot``, BLAS); anything else is one plain ``np.einsum`` on
-    contiguous copies (on strided views its inner loop runs several times slower).
+    first; then one plain ``np.einsum`` on contiguous copies (on strided views
+    its inner loop runs several times slower). No BLAS: on a busy machine
+    OpenBLAS's threads wait for each other and a matrix product of this size
+    took 50 times its single-threaded time.
     """
     ops = [_sum_unshared(i, ops, keep) for i in range(len(ops))]
-    if len(ops) == 2:
-        (a, la), (b, lb) = ops
-        shared = [c for c in la if c in lb]
-        if not any(c in keep for c in shared):
-            res = np.tensordot(a, b, axes=([la.index(c) for c in shared],
-                                           [lb.index(c) for c in shared]))
-            got = [c for c in la if c not in shared] + [c for c in lb if c not in shared]
-            return np.transpose(res, [got.index(c) for c in keep])
     index: dict = {}
     args = [x for a, lab in ops
             for x in (np.ascontiguousarray(a), [index.setdefault(c, len(index)) for c in lab])]
