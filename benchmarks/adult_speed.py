@@ -151,6 +151,8 @@ def run_fresh(mechanism: str, epsilon: float, seed: int, fit_iters: int | None,
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
     record = json.loads(out.stdout.strip().splitlines()[-1])
     record["loadavg"] = f"{load_before} -> {loadavg()}"
+    record["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                      capture_output=True, text=True).stdout.strip()
     return record
 
 

