@@ -148,11 +148,12 @@ def run_fresh(mechanism: str, epsilon: float, seed: int, fit_iters: int | None,
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", mechanism, str(epsilon),
            str(seed), str(fit_iters or 0)] + (["--rounds-detail"] if verbose else [])
     load_before = loadavg()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()   # the code the child imports
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
     record = json.loads(out.stdout.strip().splitlines()[-1])
     record["loadavg"] = f"{load_before} -> {loadavg()}"
-    record["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                      capture_output=True, text=True).stdout.strip()
+    record["commit"] = commit
     return record
 
 
