@@ -55,8 +55,11 @@ Clique = tuple[str, ...]
 
 #: The fit runs in numpy (:func:`numpy_mirror_descent`) below this junction-tree
 #: size in MB, as a compiled JAX program from it on (``benchmarks/fit_paths.py``
-#: measures the crossover; docs/performance.md, "Fit paths").
-NUMPY_BELOW_MB = 1.0
+#: measures the crossover; docs/performance.md, "Fit paths"). Up to here a numpy
+#: step costs no more than a step of the compiled Hugin oracle, and a new clique
+#: structure (most rounds bring one) compiles nothing; from here on the compiled
+#: path runs the implicit oracle (:data:`IMPLICIT_FROM_MB`), much faster per step.
+NUMPY_BELOW_MB = 8.0
 #: Environment variable forcing the fit path of ``path="auto"`` estimators: ``numpy`` or ``jax``.
 FIT_PATH_ENV = "SYNTH_FIT_PATH"
 FIT_PATHS = ("numpy", "jax")

@@ -117,10 +117,10 @@ def test_path_choice_by_size_and_forcing(monkeypatch):
     assert model_size_mb(small, [("a", "b")]) < NUMPY_BELOW_MB
     model = PGMEstimator(small).fit([FitMeasurement(("a", "b"), np.arange(12.0))], 66.0)
     assert model.path == "numpy"
-    big = {"a": 400, "b": 400}
+    big = {"a": 1100, "b": 1100}
     assert model_size_mb(big, [("a", "b")]) >= NUMPY_BELOW_MB
     est = PGMEstimator(big, max_iters=50)
-    assert est.fit([FitMeasurement(("a", "b"), np.ones(160_000))], 160_000.0).path == "jax"
+    assert est.fit([FitMeasurement(("a", "b"), np.ones(1_210_000))], 1_210_000.0).path == "jax"
 
 
 def test_crossover_constant_is_where_the_docs_say():
