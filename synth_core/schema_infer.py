@@ -46,7 +46,7 @@ import pandas as pd
 from .errors import ConfigError, SynthError, render_controls
 from .schema import (DEFAULT_BINS, REVIEW_KEY, ColumnSpec, Schema, _format_examples, _is_blank,
                      _show_list, _value_counts, infer_schema)
-from .tables import CSV_SUFFIXES, PublicRows
+from .tables import CSV_SUFFIXES, PublicRows, _written_code
 
 #: an identifier has a distinct value in at least this share of its rows ...
 ID_SHARE = 0.95
@@ -266,7 +266,8 @@ def _decide(name: str, private: pd.Series, values: pd.Series, choice: str | None
             f"leave it out ({{drop:{name}}}); to keep it, choose {{numeric:{name}}} or "
             f"{{categorical:{name}}}."))
     if prof.kind == "number":
-        return _decide_number(name, values, prof, bins=bins, leading_zero=leading_zero)
+        return _decide_number(name, values, prof, bins=bins,
+                              leading_zero=leading_zero or _written_code(prof.present))
     if prof.kind == "mixed":
         return _decide_mixed(name, values, prof, bins=bins, max_categories=max_categories)
     if prof.distinct > max_categories:

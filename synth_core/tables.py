@@ -169,7 +169,9 @@ def load_table(path, *, name: str | None = None) -> pd.DataFrame:
     ``name`` is how errors refer to the file (e.g. the original name of an
     upload); it defaults to ``path``. Only empty cells are missing values
     (text such as "NA" is kept as text). Spaces around column names and text
-    cells are removed. The result has a fresh RangeIndex. A file past
+    cells are removed. A CSV column of whole numbers written with leading
+    zeros ("02134", a zip or FIPS code) is kept as the file's text. The
+    result has a fresh RangeIndex. A file past
     :func:`max_input_bytes` once decompressed is refused (DataError).
     """
     path = Path(path)
@@ -256,7 +258,43 @@ def _read_csv_as(path: Path, label: str, encoding: str) -> pd.DataFrame:
         raise DataError(f"cannot read '{label}' as CSV: {str(exc).strip().rstrip('.')}.",
                         path=str(path)) from None
     df.columns = names
+    return _keep_written_codes(df, path, label, options)
+
+
+#: a whole number written with a leading zero: "02134", "007"
+_LEADING_ZERO = re.compile(r"0\d+")
+
+
+def _keep_written_codes(df: pd.DataFrame, path: Path, label: str, options: dict) -> pd.DataFrame:
+    """``df`` with every column of whole numbers that the file writes with a
+    leading zero ("02134") as the file's text: codes (zip, FIPS) keep their
+    written form, so categories, encoding and the synthetic CSV all read
+    "02134", not 2134. Only the whole-number columns are read a second time."""
+    whole = [i for i, name in enumerate(df.columns) if _whole_numbers(df[name])]
+    if not whole:
+        return df
+    with _open_binary(path, label) as handle:
+        text = pd.read_csv(handle, usecols=whole, dtype=str, **options)
+    df = df.copy()
+    for i, name in zip(whole, df.columns[whole]):
+        cells = text.iloc[:, whole.index(i)]
+        if _written_code(cells):
+            df[name] = cells.astype(object)
     return df
+
+
+def _written_code(cells: pd.Series) -> bool:
+    """Some text cell is a whole number with a leading zero ("02134")."""
+    return any(isinstance(v, str) and _LEADING_ZERO.fullmatch(v.strip()) is not None
+               for v in pd.unique(cells.dropna()))
+
+
+def _whole_numbers(column: pd.Series) -> bool:
+    """Every non-empty cell of a numeric column is a whole number."""
+    if not pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        return False
+    x = column.dropna().to_numpy(dtype=float)
+    return bool(len(x)) and bool(np.all(np.isfinite(x)) and np.all(np.mod(x, 1) == 0))
 
 
 def _ragged_error(label, path, line, fields, expected) -> DataError:
@@ -370,7 +408,8 @@ def _clean_names(raw: list, label: str, path: Path) -> list[str]:
 
 def _clean_cells(df: pd.DataFrame) -> pd.DataFrame:
     """Strip spaces around text cells; blank cells become NaN. A text column
-    that holds only numbers once blanks are gone becomes numeric."""
+    that holds only numbers once blanks are gone becomes numeric, unless it
+    writes some with leading zeros (codes keep their written form)."""
     df = df.copy()
     for name in df.columns:
         column = df[name]
@@ -381,7 +420,7 @@ def _clean_cells(df: pd.DataFrame) -> pd.DataFrame:
         else:
             continue
         stripped = stripped.mask(stripped.eq("").fillna(False).astype(bool))
-        if not stripped.equals(column):
+        if not stripped.equals(column) and not _written_code(stripped):
             try:
                 stripped = pd.to_numeric(stripped)
             except (ValueError, TypeError):

@@ -121,9 +121,10 @@ def test_a_public_split_fits_the_union_schema_and_private_values_are_named(files
                            "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert code.returncode == 0, code.stderr
     obj = json.loads(out.read_text())
-    private, public = pd.read_csv(files / "private.csv"), pd.read_csv(files / "public.csv")
+    private, public = (pd.read_csv(files / f, dtype={"zip": str})
+                       for f in ("private.csv", "public.csv"))
     only = obj["review"]["private_only_values"]
-    # the zip codes seen in the private table only are listed, and only those
+    # the zip codes seen in the private table only are listed, as written, and only those
     assert set(only["zip"]) == set(private["zip"]) - set(public["zip"]) != set()
     assert "from the private table only" in code.stderr
     assert "sex" not in obj["review"]["read_off_private"]  # both sexes are in the public rows
@@ -150,7 +151,7 @@ def test_run_kind_flags_and_drop_alias(files, capsys):
     err = capsys.readouterr().err
     synthetic = pd.read_csv(out, dtype={"zip": str})
     assert "row" not in synthetic.columns
-    assert set(synthetic["zip"].dropna()) <= {z.lstrip("0") for z in ZIPS}
+    assert set(synthetic["zip"].dropna()) <= set(ZIPS)  # codes as written, zeros kept
     assert json.loads(report.read_text())["data"]["dropped_columns"] == ["row"]
     assert "identifier" not in err
     # the old spelling still works
@@ -277,3 +278,52 @@ def test_a_run_domain_with_choices_reads_flagged_public_rows():
     assert schema.column("age").kind == "numeric"
     text = pd.DataFrame({"zip": ["02134", "10001"], "n": ["7", "12"], "w": ["a", "0b"]})
     assert leading_zero_columns(text) == ("zip",)
+
+
+# ---------------------------------------------------------------- codes as written
+
+
+def write_codes_csv(path: Path, n: int = 150) -> list[str]:
+    """A CSV whose zip codes are written with leading zeros (one row's zip
+    blank, with spaces around another), a whole-number 'count' column without
+    zeros and a float column; returns the written zip set."""
+    zips = ["02134", "10001", "00501"]
+    rng = np.random.default_rng(3)
+    lines = ["id,zip,count,share"]
+    for i in range(n):
+        zip_ = "" if i == 7 else f" {zips[i % 3]} " if i == 8 else zips[i % 3]
+        lines.append(f"{i},{zip_},{rng.integers(1, 9)},{rng.random():.2f}")
+    path.write_text("\n".join(lines) + "\n")
+    return zips
+
+
+def test_the_loader_keeps_codes_written_with_leading_zeros(tmp_path):
+    from synth_core.tables import load_table
+
+    zips = write_codes_csv(tmp_path / "codes.csv")
+    df = load_table(tmp_path / "codes.csv")
+    assert set(df["zip"].dropna()) == set(zips)          # text, stripped, zeros kept
+    assert df["zip"].isna().sum() == 1                    # the blank cell is missing
+    # whole numbers without leading zeros and real numbers stay numbers
+    assert pd.api.types.is_integer_dtype(df["count"]) and pd.api.types.is_integer_dtype(df["id"])
+    assert pd.api.types.is_float_dtype(df["share"])
+    # a schema written with number categories still encodes the written codes
+    spec = ColumnSpec("zip", "categorical", categories=(501, 2134, 10001), missing=True)
+    codes = Schema((spec,), source="declared").encode(df[["zip"]])
+    assert sorted(set(codes["zip"])) == [0, 1, 2, 3]
+
+
+def test_codes_with_leading_zeros_come_back_as_written(tmp_path, capsys):
+    zips = write_codes_csv(tmp_path / "codes.csv")
+    schema = tmp_path / "schema.json"
+    assert infer(tmp_path / "codes.csv", "--out", schema) == 0
+    cols = {c["name"]: c for c in json.loads(schema.read_text())["columns"]}
+    assert cols["zip"]["categories"] == sorted(zips) and cols["zip"]["missing"] is True
+    assert "id" not in cols
+    out = tmp_path / "synthetic.csv"
+    assert main(["run", "--data", str(tmp_path / "codes.csv"), "--schema", str(schema),
+                 "--drop", "id", "--mechanism", "mwem-pgm", "--epsilon", "2", *FAST,
+                 "--out", str(out), "--report", str(tmp_path / "r.json")]) == 0
+    written = pd.read_csv(out, dtype=str, keep_default_na=False)["zip"]
+    assert set(written) - {""} <= set(zips)
+    assert {"02134", "00501"} & set(written)             # the zeros reach the file
