@@ -271,7 +271,7 @@ def _keep_written_codes(df: pd.DataFrame, path: Path, label: str, options: dict)
     written form, so categories, encoding and the synthetic CSV all read
     "02134", not 2134. Only the whole-number columns are read a second time."""
     whole = [i for i, name in enumerate(df.columns) if _whole_numbers(df[name])]
-    if not whole:
+    if not whole or not _has_leading_zero_field(path, label):
         return df
     with _open_binary(path, label) as handle:
         text = pd.read_csv(handle, usecols=whole, dtype=str, **options)
@@ -281,6 +281,25 @@ def _keep_written_codes(df: pd.DataFrame, path: Path, label: str, options: dict)
         if _written_code(cells):
             df[name] = cells.astype(object)
     return df
+
+
+#: a "0" followed by a digit and not preceded by a digit or a point ("02134",
+#: not "100" or "0.05"); a literal first, so a search runs at about 1 ms per MB
+_LEADING_ZERO_BYTES = re.compile(rb"0(?<![0-9.]0)[0-9]")
+
+
+def _has_leading_zero_field(path: Path, label: str) -> bool:
+    """Whether some field of the file may be a number written with a leading
+    zero: one streaming pass over the bytes in 1 MB chunks (each searched with
+    the previous chunk's last two bytes), stopping at the first hit. A hit in a
+    text field only costs the second read of :func:`_keep_written_codes`."""
+    tail = b""
+    with _open_binary(path, label) as handle:
+        while chunk := handle.read(_CHUNK):
+            if _LEADING_ZERO_BYTES.search(tail + chunk):
+                return True
+            tail = chunk[-2:]
+    return False
 
 
 def _written_code(cells: pd.Series) -> bool:

@@ -113,6 +113,8 @@ def _run_to_the_end(page) -> None:
     for table in ("real (curator-only)", "public", "synthetic"):
         side.locator(".js-plotly-plot .legendtext").filter(
             has_text=re.compile(f"^{re.escape(table)}$")).first.wait_for()
+    # the default marginal is zip: its cells are the codes as the file writes them
+    side.locator(".js-plotly-plot .xtick text").filter(has_text="zip=00501").first.wait_for()
     _shot(page, "walk_04_run")
 
 

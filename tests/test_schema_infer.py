@@ -327,3 +327,17 @@ def test_codes_with_leading_zeros_come_back_as_written(tmp_path, capsys):
     written = pd.read_csv(out, dtype=str, keep_default_na=False)["zip"]
     assert set(written) - {""} <= set(zips)
     assert {"02134", "00501"} & set(written)             # the zeros reach the file
+
+
+def test_the_leading_zero_scan_sees_a_code_split_between_chunks(tmp_path):
+    from synth_core.tables import _CHUNK, _has_leading_zero_field
+
+    def scan(head: bytes, tail: bytes) -> bool:
+        """The scan of a file whose first 1 MB chunk ends with ``head``."""
+        path = tmp_path / "split.csv"
+        path.write_bytes(b"y" * (_CHUNK - len(head)) + head + tail + b",1.05,100\n")
+        return _has_leading_zero_field(path, "split.csv")
+
+    assert scan(b",0", b"5")            # ",05": the 0 ends one chunk, the 5 starts the next
+    assert not scan(b",1", b"05")       # "105": no leading zero
+    assert not scan(b",0.", b"5")       # "0.5": a real number
