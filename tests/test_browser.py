@@ -126,24 +126,51 @@ def _save_settings(page) -> None:
     expect(page.get_by_text("Settings saved.")).to_be_visible(timeout=30_000)
 
 
+def _research_three_rounds(page) -> None:
+    """On the Workload and budget page: research mode with seed 0, 3 rounds,
+    20 fit iterations per round and 50 final ones, saved; the sidebar shows
+    JAM-PGM in research mode."""
+    page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()
+    page.get_by_text("switch to research mode with seed 0").wait_for()
+    _idle(page)                                      # the mode's rerun is over: the form stays
+    page.get_by_text("Paper default rounds").click()
+    page.get_by_text("Default fit iterations").click()
+    for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),
+                         ("Final fit iterations", "50")):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Tab")
+    _save_settings(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("jam-pgm").wait_for()
+    sidebar.get_by_text("research (seed 0)").wait_for()
+
+
 def _filter_values(page):
     """The Public information page's box of the row filter's values."""
     return page.get_by_test_id("stMultiSelect").filter(
         has_text="Rows with one of these values are public")
 
 
-def _use_first_class_filter(page) -> None:
-    """On the Public information page, make titanic's 1st-class rows public with a filter."""
+def _use_value_filter(page, column: str, value: str) -> None:
+    """On the Public information page, make the rows whose ``column`` (the
+    filter's first column, shown by default) is ``value`` public with a filter."""
     _goto(page, "Public information")
     page.get_by_text("A filter on the loaded table").click()
+    _idle(page)
     values = _filter_values(page)
     values.wait_for()
     values.click()
-    page.get_by_role("option", name="1st", exact=True).click()
+    page.get_by_role("option", name=value, exact=True).click()
     page.keyboard.press("Escape")
     _idle(page)
     page.get_by_role("button", name="Use this filter").click()
-    page.get_by_text("Rows where pclass is one of 1st are public.").wait_for()
+    page.get_by_text(f"Rows where {column} is one of {value} are public.").wait_for()
+
+
+def _use_first_class_filter(page) -> None:
+    """On the Public information page, make titanic's 1st-class rows public with a filter."""
+    _use_value_filter(page, "pclass", "1st")
 
 
 def test_main_path(server, browser):
@@ -178,19 +205,7 @@ def test_main_path(server, browser):
     # defaults (the saved settings since the fix; they were the minimums before)
     page.get_by_role("button", name="Save settings").wait_for()
     page.get_by_text("What-if preview (zero privacy cost)").wait_for()
-    page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()
-    page.get_by_text("switch to research mode with seed 0").wait_for()
-    _idle(page)                                      # the mode's rerun is over: the form stays
-    page.get_by_text("Paper default rounds").click()
-    page.get_by_text("Default fit iterations").click()
-    for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),
-                         ("Final fit iterations", "50")):
-        box = page.get_by_label(label, exact=True)
-        box.fill(value)
-        box.press("Tab")
-    _save_settings(page)
-    sidebar.get_by_text("jam-pgm").wait_for()
-    sidebar.get_by_text("research (seed 0)").wait_for()
+    _research_three_rounds(page)
     _shot(page, "04_workload")
 
     _goto(page, "Run")

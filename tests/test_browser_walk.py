@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import _goto, _idle, _save_settings, _shot, browser, server  # noqa: F401
+from test_browser import (_goto, _idle, _research_three_rounds, _shot,  # noqa: F401
+                          _use_value_filter, browser, server)
 
 pytestmark = pytest.mark.slow   # a Streamlit server and Chromium
 #: the zip codes of the raw table, as the file writes them
@@ -60,18 +61,7 @@ def _upload_and_use_the_proposal(page, csv: Path) -> None:
 
 def _public_zip_filter(page) -> None:
     """Rows with zip 00501 are public (the option is the code as written)."""
-    _goto(page, "Public information")
-    page.get_by_text("A filter on the loaded table").click()
-    _idle(page)
-    values = page.get_by_test_id("stMultiSelect").filter(
-        has_text="Rows with one of these values are public")
-    values.wait_for()
-    values.click()
-    page.get_by_role("option", name="00501", exact=True).click()
-    page.keyboard.press("Escape")
-    _idle(page)
-    page.get_by_role("button", name="Use this filter").click()
-    page.get_by_text("Rows where zip is one of 00501 are public.").wait_for()
+    _use_value_filter(page, "zip", "00501")
     _shot(page, "walk_02_public")
 
 
@@ -83,20 +73,7 @@ def _jam_pgm_few_rounds(page) -> None:
     mechanism.click()
     page.get_by_role("option", name=re.compile(r"^JAM-PGM")).first.click()
     _idle(page)
-    page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()
-    page.get_by_text("switch to research mode with seed 0").wait_for()
-    _idle(page)
-    page.get_by_text("Paper default rounds").click()
-    page.get_by_text("Default fit iterations").click()
-    for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),
-                         ("Final fit iterations", "50")):
-        box = page.get_by_label(label, exact=True)
-        box.fill(value)
-        box.press("Tab")
-    _save_settings(page)
-    sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_text("jam-pgm").wait_for()
-    sidebar.get_by_text("research (seed 0)").wait_for()
+    _research_three_rounds(page)
     _shot(page, "walk_03_workload")
 
 
