@@ -293,7 +293,8 @@ class ColumnSpec:
             pairs = [(uniques[i], int(counts[i])) for i in unknown]
             problems.append(
                 f"column '{self.name}' has values not in the schema: {_format_examples(pairs)}. "
-                "Add them to the column's categories in the schema, or fix the data.")
+                "Add them to the column's categories in the schema, or fix the data."
+                + _lost_zeros_note([v for v, _ in pairs], self.categories))
         return codes, problems
 
     def _encode_numeric(self, values: pd.Series):
@@ -822,6 +823,22 @@ def _lookup(index: dict, value, categories: tuple) -> int:
     if isinstance(value, numbers.Real) and math.isfinite(value):
         return index.get(float(value), _NOT_IN_SCHEMA)
     return _NOT_IN_SCHEMA
+
+
+def _lost_zeros_note(unknown: list, categories: tuple) -> str:
+    """A sentence for values not in the schema that are categories with their
+    leading zeros lost (2134 for "02134"), else ""."""
+    if not isinstance(categories[0], str):
+        return ""
+    stripped = {c.lstrip("0"): c for c in categories if c[:1] == "0" and c.isdigit()}
+    lost = [(_text_keys(v)[0], stripped[_text_keys(v)[0]]) for v in unknown
+            if _text_keys(v)[0] in stripped]
+    if not lost:
+        return ""
+    value, category = lost[0]
+    return (f" The schema writes codes with leading zeros ('{category}') and the data has lost "
+            f"them ({value}): keep the file's text (a CSV keeps the codes as written; a "
+            "spreadsheet export may not), or write the categories without the zeros.")
 
 
 def _text_keys(value) -> list[str]:

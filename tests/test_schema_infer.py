@@ -341,3 +341,15 @@ def test_the_leading_zero_scan_sees_a_code_split_between_chunks(tmp_path):
     assert scan(b",0", b"5")            # ",05": the 0 ends one chunk, the 5 starts the next
     assert not scan(b",1", b"05")       # "105": no leading zero
     assert not scan(b",0.", b"5")       # "0.5": a real number
+
+
+def test_codes_that_lost_their_zeros_are_named_against_a_written_schema():
+    spec = ColumnSpec("zip", "categorical", categories=("00501", "02134", "10001"))
+    schema = Schema((spec,), source="declared")
+    with pytest.raises(SynthError) as err:
+        schema.encode(pd.DataFrame({"zip": [2134, 10001, 2134]}))
+    text = str(err.value)
+    assert "values not in the schema" in text and "leading zeros ('02134')" in text
+    with pytest.raises(SynthError) as err:                     # other unknown codes: no such note
+        schema.encode(pd.DataFrame({"zip": [2135, 10001]}))
+    assert "leading zeros" not in str(err.value)
