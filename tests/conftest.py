@@ -128,3 +128,19 @@ def replay_jam_schedule(ledger, rounds, rho, used, T, alpha):
     assert ledger.spent + unspent == pytest.approx(rho, rel=1e-12)
     assert ledger.spent <= rho * (1 + 1e-12)
     return replay, unspent
+
+
+@pytest.fixture(autouse=True)
+def fresh_app_registry():
+    """Each test's app sessions start from an empty registry of Workbenches.
+
+    The app keeps at most ``SYNTH_WORKBENCH_SESSIONS`` (32) sessions with work
+    per process and turns new visitors away when all of them hold work, as it
+    should; AppTests of one pytest process would otherwise fill it and later
+    ones would meet the "maximum of sessions" page instead of the app.
+    """
+    yield
+    import sys
+    sessions = sys.modules.get("app_pages.sessions")
+    if sessions is not None:
+        sessions.registry.clear()
