@@ -194,9 +194,10 @@ def test_reload_with_the_token_finds_the_workbench_and_its_run():
     # a reload while the run goes on: the new session sees it (running, or just finished)
     during = reopen(token)
     assert during.session_state["wb"] is wb
-    assert wb.running or wb.runs
+    # its worker (running, or done and not yet collected) or, once collected, its run
+    assert wb.worker is not None or wb.runs
     if wb.running:
-        assert any(h.value.startswith("Running: jam-pgm") for h in during.subheader)
+        assert any(h.value.startswith("Running: JAM-PGM") for h in during.subheader)
     wait_for_run(at)
     # query parameters survive page switches; a reload after the run sees it finished
     for page in ALL_PAGES:
