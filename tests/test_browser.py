@@ -152,6 +152,23 @@ def _filter_values(page):
         has_text="Rows with one of these values are public")
 
 
+def _choose_option(page, box, value: str, attempts: int = 3) -> None:
+    """Open ``box`` and click its option ``value``. A rerun that re-mounts the
+    widget while its list is open closes the list; then open it again (as a
+    user would), at most ``attempts`` times."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(attempts):
+        _idle(page)
+        box.click()
+        try:
+            page.get_by_role("option", name=value, exact=True).click(timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise AssertionError(f"the option {value!r} never appeared in the list")
+
+
 def _use_value_filter(page, column: str, value: str) -> None:
     """On the Public information page, make the rows whose ``column`` (the
     filter's first column, shown by default) is ``value`` public with a filter."""
@@ -160,8 +177,7 @@ def _use_value_filter(page, column: str, value: str) -> None:
     _idle(page)
     values = _filter_values(page)
     values.wait_for()
-    values.click()
-    page.get_by_role("option", name=value, exact=True).click()
+    _choose_option(page, values, value)
     page.keyboard.press("Escape")
     _idle(page)
     page.get_by_role("button", name="Use this filter").click()
