@@ -40,6 +40,7 @@ from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct
                      check_output_path, check_release, json_bytes, privacy_statement,
                      table_bytes, write_all)
 from .schema import Schema, load_schema
+from .schema_infer import domain_with_choices
 from .tables import PublicInfo, load_table
 from .workload import Workload, parse_workload
 from .uncertainty import add_to_report as add_marginal_bounds
@@ -243,6 +244,50 @@ def drop_column_names(value) -> tuple[str, ...]:
         raise ConfigError(f"Cannot read the columns to drop: {value!r}.",
                           hint="Give column names, e.g. drop_columns=['id', 'notes'].")
     return names
+
+
+def table_frame(table, name: str | None = None) -> tuple[pd.DataFrame, str | None]:
+    """(a DataFrame, its name): ``table`` itself, or the file it names loaded."""
+    if isinstance(table, pd.DataFrame):
+        return table, name
+    return load_table(table), name or Path(table).name
+
+
+def domain_choices(data, public=None, *, schema=None, public_flag: str | None = None,
+                   drop_columns: Sequence[str] = (), numeric_columns: Sequence[str] = (),
+                   categorical_columns: Sequence[str] = (), backend: str = "memory",
+                   data_name: str | None = None) -> tuple[object, str | None, object]:
+    """A run's domain read off data with the caller's column kinds: the one path
+    of ``synth run --numeric/--categorical`` and of ``Synthesizer.run``'s
+    ``numeric_columns``/``categorical_columns``.
+
+    Returns ``(data, data_name, schema)``. Without kind choices they are
+    returned unchanged. With some, the domain is read off the public rows (or
+    the rows ``public_flag`` marks; else off the private table) by
+    :func:`~synth_core.schema_infer.domain_with_choices`, columns in
+    ``drop_columns`` left out, and the private table is loaded once (a file
+    path becomes its DataFrame, ``data_name`` the file's name). Refused with a
+    declared ``schema`` (it fixes every column's kind) and with an engine
+    ``backend`` (the domain is read in memory).
+    """
+    numeric = split_columns(numeric_columns, what="Numeric columns")
+    categorical = split_columns(categorical_columns, what="Categorical columns")
+    if not numeric and not categorical:
+        return data, data_name, schema
+    if schema is not None:
+        raise ConfigError("Numeric and categorical column choices set the kinds of a domain "
+                          "read off data, but a declared schema (given, or the sample's) "
+                          "fixes every column's kind.",
+                          hint="Set the column's kind in the schema, or leave {schema} out.")
+    if backend != "memory":
+        raise ConfigError(f"Numeric and categorical column choices read the domain off data "
+                          f"in memory; the {backend} backend needs a declared schema.",
+                          hint="Write one with {infer}, review it, and pass it as {schema}.")
+    frame, data_name = table_frame(data, data_name)
+    schema = domain_with_choices(frame, None if public is None else table_frame(public)[0],
+                                 flag=public_flag, drop=drop_column_names(drop_columns),
+                                 numeric=numeric, categorical=categorical)
+    return frame, data_name, schema
 
 
 def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = None,
@@ -453,13 +498,21 @@ class Synthesizer:
             public_columns: Sequence[str] = (), data_name: str | None = None,
             public_name: str | None = None, backend: str = "memory",
             backend_options: dict | None = None, budget=None,
-            drop_columns: Sequence[str] = ()) -> Iterator[RoundEvent]:
+            drop_columns: Sequence[str] = (), numeric_columns: Sequence[str] = (),
+            categorical_columns: Sequence[str] = ()) -> Iterator[RoundEvent]:
         """Run the mechanism, yielding a :class:`RoundEvent` per round.
 
         Every data column of ``data`` must be in the domain (the declared
         ``schema``, or the public rows' columns when the domain is read off
         them); ``drop_columns`` (a list, or a comma-separated string) leaves
         columns out on request, and the report lists them.
+
+        ``numeric_columns`` / ``categorical_columns`` (lists, or comma-separated
+        strings; without a declared ``schema``, memory backend only) choose the
+        kinds of the domain read off the data: a numeric column is binned between
+        its bounds, a categorical one keeps every distinct value (e.g. zip or
+        FIPS codes). The same choices as ``synth run --numeric/--categorical``,
+        with the same errors (:func:`domain_choices`).
 
         ``public_columns`` (a list, or a comma-separated string) marks columns
         of ``data`` as known for every record: the guarantee then protects the
@@ -481,7 +534,8 @@ class Synthesizer:
             yield from charged_run(budget, self, lambda: self.run(
                 data, public, schema=schema, public_flag=public_flag,
                 public_columns=public_columns, data_name=data_name, public_name=public_name,
-                backend=backend, backend_options=backend_options, drop_columns=drop_columns))
+                backend=backend, backend_options=backend_options, drop_columns=drop_columns,
+                numeric_columns=numeric_columns, categorical_columns=categorical_columns))
             return
         started = time.perf_counter()
         cfg = self.config
@@ -490,6 +544,10 @@ class Synthesizer:
         if public_columns:
             options["public_columns"] = public_columns
         check_options(cfg.mechanism, options)   # before the data is read
+        data, data_name, schema = domain_choices(
+            data, public, schema=schema, public_flag=public_flag, drop_columns=drop_columns,
+            numeric_columns=numeric_columns, categorical_columns=categorical_columns,
+            backend=backend, data_name=data_name)
         inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
                                 public_columns=public_columns, data_name=data_name,
                                 public_name=public_name, backend=backend,
@@ -586,6 +644,7 @@ class Synthesizer:
 def synthesize(data, public=None, *, mechanism: str = "jam-pgm", **kwargs) -> RunResult:
     """One call: run a mechanism to the end and return the :class:`RunResult`."""
     run_keys = {"schema", "public_flag", "public_columns", "data_name", "public_name", "backend",
-                "backend_options", "budget", "drop_columns"}
+                "backend_options", "budget", "drop_columns", "numeric_columns",
+                "categorical_columns"}
     run_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in run_keys}
     return Synthesizer(mechanism, **kwargs).fit(data, public, **run_kwargs)

@@ -355,40 +355,15 @@ def _parse_columns(value: str | None, flag: str = "--public-columns") -> tuple[s
 
 
 def _run_domain_choices(args, data, public, schema, data_name):
-    """``--numeric``/``--categorical`` without a declared schema: the domain read
-    off the public rows (else the private table) with those kinds, and the data
-    loaded once for it. Returns (data, data name, schema)."""
-    numeric = _parse_columns(args.numeric, "--numeric")
-    categorical = _parse_columns(args.categorical, "--categorical")
-    if not numeric and not categorical:
-        return data, data_name, schema
-    from .errors import ConfigError
-    if schema is not None:
-        raise ConfigError("--numeric and --categorical choose the kinds of a domain read off "
-                          "data, but a declared schema (--schema, or the sample's) fixes every "
-                          "column's kind.",
-                          hint="Set the column's kind in the schema file, or leave --schema out.")
-    if args.backend != "memory":
-        raise ConfigError(f"--numeric and --categorical read the domain off data in memory; "
-                          f"--backend {args.backend} needs a declared schema.",
-                          hint="Write one with 'synth schema infer', review it, and pass --schema.")
-    from .schema_infer import domain_with_choices
-    frame, data_name = _frame(data, data_name)
-    drop = _parse_columns(args.drop_columns, "--drop-columns")
-    schema = domain_with_choices(frame, None if public is None else _frame(public, None)[0],
-                                 flag=args.public_flag, drop=drop, numeric=numeric,
-                                 categorical=categorical)
-    return frame, data_name, schema
-
-
-def _frame(table, name):
-    """(a DataFrame, its name): ``table`` itself, or the file it names loaded."""
-    import pandas as pd
-
-    from .tables import load_table
-    if isinstance(table, pd.DataFrame):
-        return table, name
-    return load_table(table), name or Path(table).name
+    """``--numeric``/``--categorical``: the domain read off the data with those
+    kinds (:func:`synth_core.api.domain_choices`). Returns (data, data name, schema)."""
+    from .api import domain_choices
+    return domain_choices(
+        data, public, schema=schema, public_flag=args.public_flag,
+        drop_columns=_parse_columns(args.drop_columns, "--drop-columns"),
+        numeric_columns=_parse_columns(args.numeric, "--numeric"),
+        categorical_columns=_parse_columns(args.categorical, "--categorical"),
+        backend=args.backend, data_name=data_name)
 
 
 def _identifier_warnings(args, data, schema, data_name):
@@ -397,7 +372,8 @@ def _identifier_warnings(args, data, schema, data_name):
     if args.backend != "memory" or args.schema or getattr(schema, "source", None) == "declared":
         return data, data_name
     from .schema_infer import suspicious_columns
-    data, data_name = _frame(data, data_name)
+    from .api import table_frame
+    data, data_name = table_frame(data, data_name)
     skip = {args.public_flag, *_parse_columns(args.drop_columns, "--drop-columns")}
     for message in suspicious_columns(data[[c for c in data.columns if c not in skip]],
                                       schema, interface="cli"):
