@@ -6,13 +6,16 @@ data; every comparison run spends privacy budget on the private data.
 
 import streamlit as st
 
-from app_pages.common import (CURATOR_PLOT, curator_header, data_page, mechanism_label,
-                              show_error, show_finished_worker)
+from dataclasses import replace
+
+from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_error,
+                              show_finished_worker)
+from app_pages.mechanism_pick import pick_mechanisms
 from synth_core import charts
-from synth_core.mechanisms import MECHANISMS
 from synth_core.privacy import cdp_epsilon
 from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes
 from synth_core.workbench.compare import compare_plan
+from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 
 POLL_SECONDS = 1.0
@@ -30,11 +33,7 @@ st.warning("Every comparison run uses the private data and spends its own privac
            "of these runs is itself a use of the private data. The errors shown are "
            "**curator-only**: for choosing settings, not for release.", icon=":material/warning:")
 
-default_mechs = [m for m in (s.mechanism, "public-only") if m in MECHANISMS]
-if wb.public.kind == "none":
-    default_mechs = [m for m in default_mechs if not MECHANISMS[m].capabilities.public_rows] or ["aim"]
-mechs = st.multiselect("Mechanisms", list(MECHANISMS), default=default_mechs,
-                       format_func=mechanism_label, key="cmp_mechs")
+mechs = pick_mechanisms(wb, "cmp_mechs", extra=("public-only",))
 eps = st.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0], key="cmp_eps")
 seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2, key="cmp_seeds")
 
@@ -44,7 +43,8 @@ def cost_preview() -> None:
     the time estimate of the run-time model, per setting and in all."""
     try:
         jobs, saved = wb.compare_jobs(mechs, eps, seeds)
-        plans = compare_plan(jobs, wb.settings, wb.estimate_seconds)
+        plans = [replace(p, mechanism=key_title(p.mechanism))
+                 for p in compare_plan(jobs, wb.settings, wb.estimate_seconds)]
         account = wb.dataset_budget()
     except Exception as exc:  # noqa: BLE001  (the choice is checked again on Start)
         st.caption(f"No cost preview yet: {exc}")
@@ -103,7 +103,7 @@ def progress():
     done, total = sweep.progress
     cur = sweep.current or {}
     st.progress(done / max(1, total), text=f"run {done + 1} of {total}: "
-                f"{cur.get('mechanism', '…')} at ε = {cur.get('epsilon', 0):g}, seed "
+                f"{key_title(cur.get('mechanism', '…'))} at ε = {cur.get('epsilon', 0):g}, seed "
                 f"{cur.get('seed', 0)}")
 
 
@@ -130,7 +130,7 @@ with st.container(border=True):
         ref = wb.public_reference_error()
     except Exception:  # noqa: BLE001
         ref = None
-    labels = {m: mechanism_label(m) for m in MECHANISMS}
+    labels = {m: key_title(m) for m in {*results["mechanism"], *marginals["mechanism"]}}
     st.plotly_chart(charts.compare_figure(results, ref, labels), key="cmp_fig",
                     config=CURATOR_PLOT)
     summary = charts.compare_summary(results)
@@ -139,7 +139,7 @@ with st.container(border=True):
     failed = results[results["status"] == "failed"]
     if len(failed):
         st.caption(f"{len(failed)} run(s) failed: " + "; ".join(
-            f"{m} ε={e:g}: {err}" for m, e, err in
+            f"{labels.get(m, m)} ε={e:g}: {err}" for m, e, err in
             zip(failed["mechanism"], failed["epsilon"], failed["error"])))
     if not marginals.empty:
         grid = sorted(marginals["epsilon"].astype(float).unique())

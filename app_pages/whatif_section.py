@@ -6,11 +6,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import mechanism_label, show_error, show_finished_worker
+from dataclasses import replace
+
+from app_pages.common import show_error, show_finished_worker
+from app_pages.mechanism_pick import pick_mechanisms
 from synth_core import charts
-from synth_core.mechanisms import MECHANISMS
 from synth_core.whatif import STANDINS
 from synth_core.workbench import EPSILON_GRID
+from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 from synth_core.workbench.what_if import what_if_plan
 
@@ -29,8 +32,7 @@ def whatif_section(wb) -> None:
     standin = st.radio("Stand-in for the private table", standins, format_func=STANDINS.get,
                        horizontal=True, key="wi_standin_" + "-".join(standins))
     c1, c2, c3 = st.columns([2, 2, 1])
-    mechs = c1.multiselect("Mechanisms", list(MECHANISMS), default=[wb.settings.mechanism],
-                           format_func=mechanism_label, key="wi_mechs")
+    mechs = pick_mechanisms(wb, "wi_mechs", container=c1)
     eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
                          key="wi_eps")
     seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
@@ -60,7 +62,8 @@ def whatif_section(wb) -> None:
             done, total = w.progress
             cur = w.current or {}
             st.progress(done / max(1, total),
-                        text=f"stand-in run {done + 1} of {total}: {cur.get('mechanism', '…')} "
+                        text=f"stand-in run {done + 1} of {total}: "
+                             f"{key_title(cur.get('mechanism', '…'))} "
                              f"at ε = {cur.get('epsilon', 0):g}, seed {cur.get('seed', 0)}")
         was = wb.what_if_stale()
         if was is not None:   # its basis is gone: the curves are not shown
@@ -78,7 +81,8 @@ def cost_preview(wb, mechs, eps, seeds: int) -> None:
     """Before Start: how many stand-in runs, their budget (none) and the time
     estimate of the run-time model."""
     try:
-        plans = what_if_plan(mechs, eps, seeds, wb.settings, wb.estimate_seconds)
+        plans = [replace(p, mechanism=key_title(p.mechanism))
+                 for p in what_if_plan(mechs, eps, seeds, wb.settings, wb.estimate_seconds)]
     except Exception as exc:  # noqa: BLE001  (the choice is checked again on Start)
         st.caption(f"No cost preview yet: {exc}")
         return
@@ -103,20 +107,21 @@ def show_curves(curves) -> None:
         return
     shown = [c for c in curves if c.points]
     if shown:
-        st.plotly_chart(charts.whatif_figure(shown, {c.mechanism: mechanism_label(c.mechanism)
+        st.plotly_chart(charts.whatif_figure(shown, {c.mechanism: key_title(c.mechanism)
                                                      for c in shown}), key="wi_fig")
         if not all(c.complete for c in shown):
             st.caption("Hollow markers are estimates (no run yet); filled markers are measured "
                        "by a stand-in run.")
-        st.dataframe(pd.concat([c.frame() for c in shown], ignore_index=True), hide_index=True,
+        table = pd.concat([c.frame() for c in shown], ignore_index=True)
+        st.dataframe(table.assign(mechanism=table["mechanism"].map(key_title)), hide_index=True,
                      key="wi_table")
     for basis in dict.fromkeys(c.basis for c in curves):
-        names = ", ".join(c.mechanism for c in curves if c.basis == basis)
+        names = ", ".join(key_title(c.mechanism) for c in curves if c.basis == basis)
         st.info(f"**What the prediction for {names} is based on.** {basis}",
                 icon=":material/info:")
     for c in curves:
         for f in c.failures:
-            st.warning(f"{c.mechanism}, {f}")
+            st.warning(f"{key_title(c.mechanism)}, {f}")
     if any(c.domain_warning for c in curves):
         st.warning(curves[0].domain_warning or "", icon=":material/warning:")
     st.success("No privacy budget was spent: these predictions used public information only "

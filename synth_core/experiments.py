@@ -53,6 +53,8 @@ RUN_COLUMNS = ["run_id", "sweep", "dataset", "mechanism", "mechanism_name", "eps
                "config"]
 MARGINAL_COLUMNS = ["run_id", "dataset", "mechanism", "epsilon", "seed", "marginal", "error"]
 FINISHED, FAILED, STOPPED = "finished", "failed", "stopped"
+#: a sweep dataset's column choices (``Synthesizer.run`` keyword arguments of the same names)
+COLUMN_CHOICES = ("drop_columns", "numeric_columns", "categorical_columns")
 #: RunConfig fields a sweep's ``settings`` may set (the rest come from jobs)
 SETTING_FIELDS = tuple(f.name for f in fields(RunConfig)
                        if f.name not in ("mechanism", "epsilon", "seed", "options"))
@@ -68,6 +70,9 @@ class DatasetSpec:
     a path, a dict or a :class:`~synth_core.schema.Schema`. ``key``
     identifies the data in run ids; by default it is a fingerprint of the
     tables' contents, so a changed file gives new run ids.
+    ``drop_columns``, ``numeric_columns`` and ``categorical_columns`` are the
+    run's choices of the same names (``Synthesizer.run``): columns left out,
+    and the kinds of a domain read off the data (without ``schema``).
     """
 
     name: str
@@ -80,8 +85,13 @@ class DatasetSpec:
     #: where the private marginals are counted (``synth_core.backends``): "duckdb"
     #: counts a file where it lies (same results as "memory", without loading it)
     backend: str = "memory"
+    drop_columns: tuple[str, ...] = ()
+    numeric_columns: tuple[str, ...] = ()
+    categorical_columns: tuple[str, ...] = ()
 
     def __post_init__(self):
+        for name in COLUMN_CHOICES:
+            object.__setattr__(self, name, _columns(getattr(self, name)))
         for role, value in (("data", self.data), ("public", self.public), ("schema", self.schema)):
             if isinstance(value, (str, Path)) and not Path(value).exists():
                 raise ConfigError(f"The {role} file {value} of sweep dataset {self.name!r} does "
@@ -93,7 +103,14 @@ class DatasetSpec:
             return self.key
         parts = [_content_hash(self.data), _content_hash(self.public), _content_hash(self.schema),
                  str(self.public_flag), ",".join(self.public_columns)]
+        choices = self.column_choices()
+        if any(choices.values()):   # a data set without choices keeps its fingerprint
+            parts.append(json.dumps(choices, sort_keys=True))
         return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
+
+    def column_choices(self) -> dict[str, tuple[str, ...]]:
+        """The run keyword arguments of the column choices (``Synthesizer.run``)."""
+        return {name: getattr(self, name) for name in COLUMN_CHOICES}
 
     def describe(self) -> dict:
         """The dataset part of a run's stored configuration (paths, not contents)."""
@@ -102,7 +119,8 @@ class DatasetSpec:
         return {"name": self.name, "data": show(self.data), "public": show(self.public),
                 "schema": show(self.schema) if not isinstance(self.schema, dict) else "dict",
                 "public_flag": self.public_flag, "public_columns": list(self.public_columns),
-                "backend": self.backend, "fingerprint": self.fingerprint()}
+                "backend": self.backend, "fingerprint": self.fingerprint(),
+                **{k: list(v) for k, v in self.column_choices().items()}}
 
 
 @dataclass(frozen=True)
@@ -235,7 +253,8 @@ class Sweep:
                                schema=path(d["schema"]) if "schema" in d else files.get("schema"),
                                public_flag=d.get("public_flag"),
                                public_columns=_columns(d.get("public_columns")),
-                               backend=str(d.get("backend", "memory")))
+                               backend=str(d.get("backend", "memory")),
+                               **{k: _columns(d.get(k)) for k in COLUMN_CHOICES})
 
         try:
             datasets = tuple(dataset(d) for d in spec.get("datasets", []))
@@ -439,7 +458,7 @@ def run_job(job: Job, *, should_stop: Callable[[], bool] = lambda: False,
         for event in synth.run(d.data, public, schema=d.schema, public_flag=flag,
                                public_columns=job.public_columns,
                                data_name=d.name if not isinstance(d.data, (str, Path)) else None,
-                               backend=d.backend):
+                               backend=d.backend, **d.column_choices()):
             if on_event is not None:
                 on_event(job, event)
             if should_stop():  # not stored; its spent budget is reported to the caller

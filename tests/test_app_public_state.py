@@ -73,7 +73,7 @@ def test_what_if_curves_are_dropped_when_their_public_rows_are_removed():
     assert not errors(at)
     assert wb.whatif.worker is None or wb.whatif.worker.wait(60)
     at.run()
-    assert "What the prediction for public-only is based on" in texts(at)
+    assert "What the prediction for Public-only baseline is based on" in texts(at)
     assert wb.what_if_stale() is None
     go(at, "app_pages/public.py")
     at.radio(key="public_mode").set_value("none").run()

@@ -339,13 +339,19 @@ def test_compare_sweep_saves_and_resumes(tmp_path, monkeypatch):
 def test_compare_failures_are_rows_not_crashes(tmp_path, monkeypatch):
     monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
     w = Workbench()
-    w.load_sample("titanic-full")                    # no public rows: jam-pgm fails cleanly
+    w.load_sample("titanic-full")
     w.update_settings(**FAST)
-    sweep = w.start_compare(["jam-pgm"], [1.0], 1)
+    # no public rows: jam-pgm is not in the list, refused up front with the reason
+    with pytest.raises(ConfigError, match="JAM-PGM is built on public rows"):
+        w.start_compare(["jam-pgm"], [1.0], 1)
+    assert w.compare.worker is None and w.compare_results()[0].empty
+    # AIM with fewer rounds than columns fails when it starts: a failed row
+    w.update_settings(rounds=2)
+    sweep = w.start_compare(["aim"], [1.0], 1)
     assert sweep.wait(60) and sweep.status == "finished"
     results, _ = w.compare_results()
     assert list(results["status"]) == ["failed"]
-    assert "JAM-PGM needs public rows" in results["error"][0]
+    assert "smaller than the number of (private) columns" in results["error"][0]
 
 
 def test_charts_build_from_events(finished):

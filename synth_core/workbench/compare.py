@@ -27,13 +27,13 @@ from ..budget import run_rho
 from ..experiments import STOPPED as STOPPED_RUN
 from ..experiments import (DatasetSpec, MechanismSpec, ResultStore, Sweep, job_summary,
                            pending_jobs, run_job)
-from ..mechanisms import MECHANISMS
 from ..privacy import rho_from_epsilon_delta
 from ..runner import SweepWorker
 from ..workload import parse_workload
 from .background import BackgroundService
 from .budget import BudgetService
 from .catalog import RunSettings
+from .guide import ChoiceList, choice_list, parse_choices
 from .runs import PlannedRuns, planned_seconds
 
 #: a Compare job the table's total budget did not admit (not run, not stored)
@@ -75,17 +75,27 @@ class CompareSetup:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.dataset.name or "data").strip("-.")
         return ResultStore(compare_dir() / f"compare-{slug or 'data'}-{self.dataset.key}")
 
+    @property
+    def choices(self) -> ChoiceList:
+        """The mechanism list's entries this setup's public information and
+        neighbour relation allow (:mod:`~synth_core.workbench.guide`)."""
+        d = self.dataset
+        return choice_list(public_rows=d.public is not None or bool(d.public_flag),
+                           public_columns=bool(d.public_columns),
+                           neighbours=self.settings.neighbours)
+
     def sweep(self, mechanisms: Sequence[str], epsilons: Sequence[float], seeds: int) -> Sweep:
         """The comparison as an experiments sweep (ConfigError on bad choices).
-        The session's public columns apply to every mechanism (those without
-        public columns fail with a clear message, as a single run would)."""
+        ``mechanisms`` are keys of the mechanism list (``aim``,
+        ``aim+conditional``); an entry the public information marked makes
+        unavailable is refused with its reason. Each job runs the entry's
+        mechanism under the entry's key as its label, with the session's
+        options it declares and ``conditional=True`` for a conditional entry;
+        the session's public columns go to every mechanism that uses them."""
         mechanisms = list(mechanisms)
         if not mechanisms:
             raise ConfigError("Choose at least one mechanism to compare.")
-        unknown = [m for m in mechanisms if m not in MECHANISMS]
-        if unknown:
-            raise ConfigError(f"Unknown mechanism(s): {', '.join(unknown)}.",
-                              hint=f"Available: {', '.join(MECHANISMS)}.")
+        choices = self.choices.check(mechanisms)
         if not epsilons:
             raise ConfigError("Choose at least one epsilon.")
         s = self.settings
@@ -94,10 +104,9 @@ class CompareSetup:
         if not 1 <= int(seeds) <= 20:
             raise ConfigError(f"Use 1 to 20 seeds, not {seeds}.")
         parse_workload(s.workload, self.dataset.schema.names)
-        mechs = tuple(MechanismSpec(m, m, {k: v for k, v in s.options.items()
-                                           if k != "public_columns" and k in MECHANISMS[m].option_defaults()},
+        mechs = tuple(MechanismSpec(c.key, c.mechanism, c.run_options(s.options),
                                     public_columns=bool(self.dataset.public_columns) or None)
-                      for m in mechanisms)
+                      for c in choices)
         return Sweep((self.dataset,), mechs, tuple(sorted(float(e) for e in epsilons)),
                      tuple(range(int(seeds))), {f: getattr(s, f) for f in SHARED_SETTINGS},
                      name=f"compare {self.dataset.name}")
@@ -170,16 +179,17 @@ class CompareService(BackgroundService):
         return self.worker
 
 
-def mechanism_settings(s: RunSettings, mechanism: str, epsilon: float) -> RunSettings:
-    """The settings a comparison run of ``mechanism`` at ``epsilon`` uses: the
-    shared ones, and of the session's options those the mechanism declares."""
-    declared = MECHANISMS[mechanism].option_defaults()
-    return replace(s, mechanism=mechanism, epsilon=float(epsilon),
-                   options={k: v for k, v in s.options.items() if k in declared})
+def mechanism_settings(s: RunSettings, key: str, epsilon: float) -> RunSettings:
+    """The settings a comparison (or what-if) run of the list entry ``key``
+    (``aim``, ``aim+conditional``) at ``epsilon`` uses: the shared ones, and the
+    entry's options (:meth:`~synth_core.workbench.guide.MechanismChoice.run_options`)."""
+    choice = parse_choices([key])[0]
+    return replace(s, mechanism=choice.mechanism, epsilon=float(epsilon),
+                   options=choice.run_options(s.options))
 
 
 def compare_plan(jobs: Sequence[dict], settings: RunSettings, estimate) -> list[PlannedRuns]:
-    """What the comparison's pending ``jobs`` cost, per (mechanism, epsilon):
+    """What the comparison's pending ``jobs`` cost, per (list entry, epsilon):
     how many runs, the rho each spends on the private data
     (``run_rho(mechanism, epsilon, delta)``: ``rho_from_epsilon_delta``, 0 for
     the public-only baseline) and ``estimate(settings)`` seconds each."""
@@ -187,6 +197,9 @@ def compare_plan(jobs: Sequence[dict], settings: RunSettings, estimate) -> list[
     for j in jobs:
         key = (j["mechanism"], float(j["epsilon"]))
         counts[key] = counts.get(key, 0) + 1
-    return [PlannedRuns(m, e, n, run_rho(m, e, settings.delta),
-                        planned_seconds(estimate, mechanism_settings(settings, m, e)))
-            for (m, e), n in counts.items()]
+    plans = []
+    for (key, e), n in counts.items():
+        run = mechanism_settings(settings, key, e)
+        plans.append(PlannedRuns(key, e, n, run_rho(run.mechanism, e, settings.delta),
+                                 planned_seconds(estimate, run)))
+    return plans

@@ -16,13 +16,20 @@ nothing else:
 
 The reasons name the control on the workbench's pages that changes the
 verdict, never a command-line flag.
+
+The Workload page lists every entry (an unavailable one marked so). The
+Compare page and the what-if preview pick several entries in one list
+(:class:`ChoiceList`): only the available ones are offered, the others are
+named with their reasons beside it, and a job of a conditional entry runs its
+mechanism with ``conditional=True`` (:meth:`MechanismChoice.run_options`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+from ..errors import ConfigError
 from ..mechanisms import MECHANISMS
 from ..mechanisms.base import Capabilities
 
@@ -63,6 +70,15 @@ class MechanismChoice:
         return out
 
 
+    def run_options(self, options: Mapping[str, Any]) -> dict:
+        """The options a run of this entry takes from a session's ``options``:
+        those its mechanism declares (public columns apart: they come with the
+        data), with the variant's ``conditional`` switch (:meth:`options`)."""
+        declared = MECHANISMS[self.mechanism].option_defaults()
+        return self.options({k: v for k, v in options.items()
+                             if k in declared and k != "public_columns"})
+
+
 def mechanism_choices() -> list[MechanismChoice]:
     """Every mechanism in registry order, each followed by its conditional variant."""
     out = []
@@ -76,6 +92,26 @@ def mechanism_choices() -> list[MechanismChoice]:
 def choice_by_key(key: str) -> MechanismChoice:
     name, _, variant = key.partition("+")
     return MechanismChoice(name, conditional=variant == "conditional")
+
+
+def parse_choices(keys: Sequence[str]) -> list[MechanismChoice]:
+    """The entries of ``keys`` (``aim``, ``aim+conditional``, ...); ConfigError
+    for a key that is no entry of the list."""
+    known = {c.key: c for c in mechanism_choices()}
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise ConfigError(f"Unknown mechanism(s): {', '.join(map(str, unknown))}.",
+                          hint=f"Available: {', '.join(known)}.")
+    return [known[k] for k in keys]
+
+
+def key_title(key: str) -> str:
+    """The full name of an entry's key ("Conditional AIM" for ``aim+conditional``);
+    a label that is no entry of the list stays as it is."""
+    try:
+        return parse_choices([key])[0].title
+    except ConfigError:
+        return key
 
 
 def choice_of(mechanism: str, options: Mapping[str, Any]) -> MechanismChoice:
@@ -172,3 +208,55 @@ def guided_choices(*, public_rows: bool, public_columns: bool,
     """The whole list with each entry's fit."""
     return [choice_fit(c, public_rows=public_rows, public_columns=public_columns,
                        neighbours=neighbours) for c in mechanism_choices()]
+
+
+@dataclass(frozen=True)
+class ChoiceList:
+    """A pick of several entries (Compare page, what-if preview): the available
+    ones are offered, the unavailable ones named with their reasons."""
+
+    fits: tuple[ChoiceFit, ...]
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys of the entries offered (the available ones), in list order."""
+        return [f.choice.key for f in self.fits if f.available]
+
+    @property
+    def unavailable(self) -> list[ChoiceFit]:
+        return [f for f in self.fits if not f.available]
+
+    @staticmethod
+    def title(key: str) -> str:
+        return key_title(key)
+
+    def defaults(self, preferred: Sequence[str]) -> list[str]:
+        """The ``preferred`` keys that are offered, else the first one offered."""
+        picked = [k for k in dict.fromkeys(preferred) if k in self.keys]
+        return picked or self.keys[:1]
+
+    def unavailable_text(self, marked: str) -> str | None:
+        """One line naming each entry left out and why ("Not available with
+        ``marked``: Conditional AIM (needs public columns); ..."); None when
+        every entry is offered."""
+        if not self.unavailable:
+            return None
+        return (f"Not available with {marked}: "
+                + "; ".join(f"{f.choice.title} ({f.refusal})" for f in self.unavailable) + ".")
+
+    def check(self, keys: Sequence[str]) -> list[MechanismChoice]:
+        """The entries of ``keys``; ConfigError (the full reason) for an unknown
+        or unavailable one."""
+        choices = parse_choices(keys)
+        fits = {f.choice.key: f for f in self.fits}
+        for c in choices:
+            if not fits[c.key].available:
+                raise ConfigError(fits[c.key].reason)
+        return choices
+
+
+def choice_list(*, public_rows: bool, public_columns: bool,
+                neighbours: str | None = None) -> ChoiceList:
+    """The pick list for the public information marked and the neighbour relation."""
+    return ChoiceList(tuple(guided_choices(public_rows=public_rows, public_columns=public_columns,
+                                           neighbours=neighbours)))

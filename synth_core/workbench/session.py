@@ -654,7 +654,7 @@ class Workbench:
                               public=kw.get("public"), schema=self.schema,
                               public_flag=kw.get("public_flag"),
                               public_columns=tuple(self.public.columns), key=key,
-                              backend=self.source.backend)
+                              backend=self.source.backend, drop_columns=kw["drop_columns"])
         return CompareSetup(dataset, s, self._fingerprint())
 
     def compare_store(self):

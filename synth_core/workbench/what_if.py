@@ -9,6 +9,11 @@ tables built from public information only (a
 :class:`~synth_core.whatif.PublicBasis`, see :mod:`synth_core.whatif`); each
 finished point replaces its estimate and recalibrates the others. None of it
 reaches the session's privacy total.
+The mechanisms are entries of the mechanism list
+(:mod:`~synth_core.workbench.guide`: ``aim``, ``aim+conditional``, ...): an
+entry the public information marked makes unavailable is refused with its
+reason, and a conditional entry's stand-in runs use ``conditional=True``.
+A curve's ``mechanism`` is its entry's key.
 Finished curves are cached per (data, public information, settings,
 mechanism, epsilon grid, seeds, stand-in). A run started after a what-if gets
 a ``what_if`` block in its release report (basis and predicted curves; no
@@ -25,7 +30,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import ConfigError, SynthError
-from ..mechanisms import MECHANISMS
 from ..privacy import rho_from_epsilon_delta
 from ..report import check_release
 from ..runner import FAILED, FINISHED, SweepWorker
@@ -34,6 +38,7 @@ from ..whatif import (NOTHING_SPENT, STANDINS, NoiseEstimator, PublicBasis, What
 from .background import BackgroundService
 from .catalog import RunSettings
 from .compare import mechanism_settings
+from .guide import choice_list, key_title, parse_choices
 from .runs import PlannedRuns, estimate_seconds, planned_seconds
 
 #: rows assumed by default when nothing public says how many there are (unbounded DP)
@@ -58,13 +63,12 @@ def what_if_key(context: dict, mechanism: str, epsilons: Sequence[float], seeds:
 
 def check_choice(mechanisms: Sequence[str], epsilons: Sequence[float], seeds: int,
                  delta: float) -> tuple[list[str], list[float]]:
-    """The mechanisms and the sorted epsilon grid of a what-if (ConfigError on a bad choice)."""
+    """The mechanisms (keys of the mechanism list) and the sorted epsilon grid
+    of a what-if (ConfigError on a bad choice)."""
     mechanisms = list(mechanisms)
     if not mechanisms:
         raise ConfigError("Choose at least one mechanism for the what-if.")
-    unknown = [m for m in mechanisms if m not in MECHANISMS]
-    if unknown:
-        raise ConfigError(f"Unknown mechanism(s): {', '.join(unknown)}.")
+    parse_choices(mechanisms)
     epsilons = sorted({float(e) for e in epsilons})
     if not epsilons:
         raise ConfigError("Choose at least one epsilon for the what-if.")
@@ -138,8 +142,12 @@ class WhatIfService(BackgroundService):
               table: int) -> SweepWorker | None:
         """Predict in the background the curves of ``request`` not cached yet;
         None if all are cached. ``table`` numbers the loaded table (curves are
-        logged for it)."""
+        logged for it). An entry of ``request.mechanisms`` that the basis's
+        public information (or the neighbour relation) makes unavailable is
+        refused with its reason (ConfigError)."""
         self.check_idle()
+        choice_list(public_rows=basis.rows is not None, public_columns=bool(basis.public_columns),
+                    neighbours=settings.neighbours).check(request.mechanisms)
         self.request = request
         todo = fastest_first([m for m in request.mechanisms if request.keys[m] not in self._cache],
                              settings, basis.schema, basis.n)
@@ -151,18 +159,17 @@ class WhatIfService(BackgroundService):
                 for m in todo for e in order for sd in range(seeds)]
         rows: dict[str, list] = {m: [] for m in todo}
         started = {m: None for m in todo}
-        fixed = what_if_settings(settings)
-        options = fixed.pop("options")
-        curve_settings = {**fixed, "options": options}
-        estimators = {m: self._estimator(basis, m, curve_settings, standin) for m in todo}
+        curve_settings = {m: entry_settings(settings, m) for m in todo}
+        estimators = {m: self._estimator(basis, m, curve_settings[m], standin) for m in todo}
         for m in todo:
             self._update_live(request.keys[m], basis, m, standin, rows[m], seeds,
-                              curve_settings, estimators[m], epsilons)
+                              curve_settings[m], estimators[m], epsilons)
 
         def run_one(job, should_stop):
             m = job["mechanism"]
             started[m] = started[m] or time.time()
-            cfg = run_config(m, job["epsilon"], job["seed"], options=options, **fixed)
+            cfg = run_config(parse_choices([m])[0].mechanism, job["epsilon"], job["seed"],
+                             **curve_settings[m])
             err = predict_point(basis, cfg, standin=standin, should_stop=should_stop)
             return None if err is None else {**job, "status": FINISHED, "error": err}
 
@@ -172,24 +179,25 @@ class WhatIfService(BackgroundService):
                 row = {**row, "failure": row.pop("error", None), "error": None}
             rows[m].append(row)
             if len(rows[m]) == len(epsilons) * seeds:
-                curve = build_curve(basis, m, standin, rows[m], seeds=seeds,
-                                    settings=curve_settings, seconds=time.time() - started[m])
+                curve = entry_curve(basis, m, standin, rows[m], seeds=seeds,
+                                    settings=curve_settings[m], seconds=time.time() - started[m])
                 self._keep(request.keys[m], curve, table)
             else:
                 self._update_live(request.keys[m], basis, m, standin, rows[m], seeds,
-                                  curve_settings, estimators[m], epsilons)
+                                  curve_settings[m], estimators[m], epsilons)
 
         self.worker = SweepWorker(jobs, run_one, on_row=on_row,
                                   label=f"what-if: {len(jobs)} stand-in runs").start()
         return self.worker
 
     @staticmethod
-    def _estimator(basis: PublicBasis, mechanism: str, settings: dict,
+    def _estimator(basis: PublicBasis, key: str, settings: dict,
                    standin: str) -> NoiseEstimator | None:
-        """The mechanism's error model, or None when it cannot be made (the
-        stand-in runs then report why)."""
+        """The error model of entry ``key``'s mechanism, or None when it cannot
+        be made (the stand-in runs then report why)."""
         try:
-            return noise_estimator(basis, mechanism, settings, standin=standin)
+            return noise_estimator(basis, parse_choices([key])[0].mechanism, settings,
+                                   standin=standin)
         except SynthError:
             return None
 
@@ -206,7 +214,7 @@ class WhatIfService(BackgroundService):
         if estimator is not None:
             estimates = estimator.estimates(epsilons, {e: sum(v) / len(v)
                                                        for e, v in measured.items()})
-        curve = build_curve(basis, mechanism, standin, rows, seeds=seeds, settings=settings,
+        curve = entry_curve(basis, mechanism, standin, rows, seeds=seeds, settings=settings,
                             estimates=estimates)
         with self._lock:
             self._live[key] = curve
@@ -240,6 +248,8 @@ class WhatIfService(BackgroundService):
         curves = []
         for c in latest.values():
             entry = c.to_release()
+            entry.update(mechanism=parse_choices([c.mechanism])[0].mechanism,
+                         title=key_title(c.mechanism))
             if settings is not None:
                 fields = vars(settings)
                 entry["same_settings_as_run"] = all(
@@ -257,6 +267,22 @@ class WhatIfService(BackgroundService):
         if block is not None:
             check_release(block)
             run.result.report["what_if"] = block
+
+
+def entry_settings(settings: RunSettings, key: str) -> dict:
+    """The stand-in run settings of list entry ``key``: the session's (as
+    :func:`what_if_settings`), with the entry's options (those its mechanism
+    declares, ``conditional=True`` for a conditional entry)."""
+    return {**what_if_settings(settings),
+            "options": parse_choices([key])[0].run_options(settings.options)}
+
+
+def entry_curve(basis: PublicBasis, key: str, standin: str, rows, **kwargs) -> WhatIfCurve:
+    """:func:`~synth_core.whatif.build_curve` for the mechanism of entry ``key``,
+    the curve named by the key (two entries of one mechanism stay apart)."""
+    curve = build_curve(basis, parse_choices([key])[0].mechanism, standin, rows, **kwargs)
+    curve.mechanism = key
+    return curve
 
 
 def what_if_plan(mechanisms: Sequence[str], epsilons: Sequence[float], seeds: int,
