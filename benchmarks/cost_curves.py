@@ -14,11 +14,13 @@ per backend and size, in a fresh process (so that peak memory is that run's):
 
 Then the log-log slope of count time against rows per backend, and the cost
 targets. One JSON line per record (``--out`` keeps a copy); ``--plot`` draws
-a PNG (Plotly, exported by kaleido from the ``[bench]`` extra with an installed
-Chrome or Chromium).
+the figure as PNG and SVG (Altair through vl-convert, the ``[notebook]`` extra;
+no browser). ``--from-runs`` draws it from a saved results file, running nothing.
 
     nice -n 10 .venv/bin/python benchmarks/cost_curves.py \
         --out benchmarks/results/cost_curves/runs.jsonl --plot benchmarks/results/cost_curves/plot.png
+    .venv/bin/python benchmarks/cost_curves.py \
+        --from-runs benchmarks/results/cost_curves/runs.jsonl --plot benchmarks/results/cost_curves/plot.png
 """
 
 from __future__ import annotations
@@ -175,29 +177,57 @@ def slope(points: list[tuple[int, float]]) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def plot_figure(records: list[dict]):
-    """Counting time against table rows per backend, both axes logarithmic."""
-    import plotly.graph_objects as go
+#: the figure's panels: (field, axis title); ``peak_mb`` is the run's peak
+#: resident memory with the JVM's added for Spark
+PANELS = (("count_seconds", "seconds, all 455 3-way marginals"),
+          ("peak_mb", "peak resident memory, MiB (Spark: Python + JVM)"))
 
-    fig = go.Figure()
-    for backend in sorted({r["backend"] for r in records}):
-        pts = sorted((r["rows"], r["count_seconds"]) for r in records if r["backend"] == backend)
-        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
-                        name=backend)
-    fig.update_xaxes(type="log", title="rows")
-    fig.update_yaxes(type="log", title="seconds, all 455 3-way marginals")
-    fig.update_layout(template="plotly_white", margin=dict(l=60, r=20, t=30, b=50))
-    return fig
+
+def plot_figure(records: list[dict]):
+    """Counting time and peak memory against table rows per backend (``run``
+    records), both axes logarithmic: one panel each, side by side, the backends
+    in the palette's colours (:func:`synth_core.palette.mechanism_scale`)."""
+    import altair as alt
+
+    from synth_core.palette import mechanism_scale
+
+    runs = [r for r in records if r.get("kind", "run") == "run"]
+    domain, colours = mechanism_scale([r["backend"] for r in runs])
+    values = [{"backend": r["backend"], "rows": r["rows"], "count_seconds": r["count_seconds"],
+               "peak_mb": r.get("peak_rss_mb", 0) + (r.get("jvm_peak_rss_mb") or 0)}
+              for r in runs]
+    colour = alt.Color("backend:N", scale=alt.Scale(domain=domain, range=colours),
+                       title="backend")
+    ticks = sorted({r["rows"] for r in runs})
+    panels = [alt.Chart(alt.Data(values=values)).mark_line(point=True).encode(
+        x=alt.X("rows:Q", scale=alt.Scale(type="log"), title="rows",
+                axis=alt.Axis(values=ticks, format="~s")),
+        y=alt.Y(f"{field}:Q", scale=alt.Scale(type="log"), title=title),
+        color=colour).properties(width=300, height=260) for field, title in PANELS]
+    return alt.hconcat(*panels).properties(
+        title="Counting all 3-way marginals of an Adult-like table, by backend")
 
 
 def plot(records: list[dict], out: Path) -> bool:
-    """The figure as a PNG (Plotly and kaleido, the [bench] extra); False if not written."""
-    from synth_core.charts import write_png
+    """The figure as ``out`` (PNG) and the SVG beside it (Altair through
+    vl-convert, the [notebook] extra; no browser); False if not written."""
+    from synth_core.errors import ConfigError
+    from synth_core.notebook import save_figure
 
-    missing = write_png(plot_figure(records), out, width=600, height=400)
-    if missing:
-        print(f"{missing}: no PNG written", file=sys.stderr)
-    return missing is None
+    chart = plot_figure(records)
+    try:
+        save_figure(chart, out, scale=1.5)
+        save_figure(chart, out.with_suffix(".svg"))
+    except (ConfigError, ImportError) as exc:
+        print(f"{exc}: no figure written", file=sys.stderr)
+        return False
+    return True
+
+
+def read_runs(path: Path) -> list[dict]:
+    """The ``run`` records of a results file (one JSON object per line)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [r for r in map(json.loads, filter(str.strip, lines)) if r.get("kind") == "run"]
 
 
 def run_child(cmd, backend, rows, timeout, record, what):
@@ -225,7 +255,10 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     parser.add_argument("--batch", type=int, default=None, help="cliques per pass (default: backend's)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON lines here")
-    parser.add_argument("--plot", type=Path, default=None, help="PNG of time against rows")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="PNG of time and memory against rows (and the SVG beside it)")
+    parser.add_argument("--from-runs", type=Path, default=None, metavar="RUNS.jsonl",
+                        help="draw --plot from this results file; run nothing")
     parser.add_argument("--e2e-rows", default="",
                         help="comma-separated sizes for end-to-end JAM-PGM runs (default: none)")
     parser.add_argument("--e2e-rounds", type=int, default=5)
@@ -233,6 +266,11 @@ def main(argv=None) -> int:
                         help=argparse.SUPPRESS)
     parser.add_argument("--one", nargs=3, metavar=("BACKEND", "ROWS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+
+    if args.from_runs:
+        if not args.plot:
+            parser.error("--from-runs draws the figure: give --plot PATH.png")
+        return 0 if plot(read_runs(args.from_runs), args.plot) else 1
 
     if args.one:
         backend, rows, path = args.one

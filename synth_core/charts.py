@@ -279,24 +279,3 @@ def whatif_figure(curves: Sequence, labels: Mapping[str, str] | None = None) -> 
                      rangemode="tozero")
     return _layout(fig, "What-if: predicted workload error against epsilon (no budget spent)",
                    height=380)
-
-
-def write_png(fig: go.Figure, path, *, width: int, height: int, scale: float = 1.5) -> str | None:
-    """Write ``fig`` as a PNG (``width`` x ``height`` CSS pixels times ``scale``).
-
-    Plotly exports static images through kaleido (the ``[bench]`` extra), which
-    drives an installed Chrome or Chromium (Debian: ``apt-get install
-    chromium``); nothing is downloaded at run time. Returns None once written,
-    otherwise what is missing (the figure is not written).
-    """
-    from .runtime import installed
-
-    try:
-        fig.write_image(str(path), width=width, height=height, scale=scale)
-    except (RuntimeError, ValueError, ImportError) as exc:
-        if not installed("kaleido"):
-            return 'kaleido is not installed: pip install -e ".[bench]"'
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return (f"kaleido found no Chrome or Chromium to draw with (install one, e.g. apt-get "
-                f"install chromium, or set BROWSER_PATH): {detail}")
-    return None

@@ -1,11 +1,9 @@
-"""Static benchmark figures: the paper reproductions in Altair (PNG through vl-convert,
-the [notebook] extra), the cost curves in Plotly (PNG through kaleido, the [bench] extra)."""
+"""Static benchmark figures in Altair, PNG and SVG through vl-convert (the [notebook]
+extra, no browser): the paper reproductions and the cost curves."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -48,12 +46,37 @@ def test_reproduce_figure_has_a_panel_per_dataset_and_min_max_bars():
 
 
 def test_cost_curve_figure_is_log_log_per_backend():
-    records = [dict(backend=b, rows=r, count_seconds=r / 1e5 * k)
-               for b, k in (("memory", 1.0), ("duckdb", 0.5)) for r in (1e5, 1e6)]
-    fig = cost_curves.plot_figure(records)
-    assert [t.name for t in fig.data] == ["duckdb", "memory"]
-    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
-    assert list(fig.data[1].y) == [1.0, 10.0]
+    pytest.importorskip("altair")
+    from synth_core.palette import mechanism_scale
+
+    records = [dict(kind="run", backend=b, rows=r, count_seconds=r / 1e5 * k, peak_rss_mb=300.0,
+                    jvm_peak_rss_mb=900.0 if b == "spark" else None)
+               for b, k in (("memory", 1.0), ("spark", 0.5)) for r in (1e5, 1e6)]
+    records.append(dict(kind="slope", backend="memory"))           # not a point
+    spec = cost_curves.plot_figure(records).to_dict()
+    time, memory = spec["hconcat"]
+    for panel in (time, memory):
+        enc = panel["encoding"]
+        assert enc["x"]["scale"]["type"] == "log" and enc["y"]["scale"]["type"] == "log"
+        assert enc["color"]["scale"] == dict(zip(("domain", "range"),
+                                                 mechanism_scale(["memory", "spark"])))
+    assert (time["encoding"]["y"]["field"], memory["encoding"]["y"]["field"]) == (
+        "count_seconds", "peak_mb")
+    values = time["data"]["values"]
+    assert [v["count_seconds"] for v in values if v["backend"] == "memory"] == [1.0, 10.0]
+    # Spark's memory is its Python process and its JVM together
+    assert {v["peak_mb"] for v in values if v["backend"] == "spark"} == {1200.0}
+    assert {v["peak_mb"] for v in values if v["backend"] == "memory"} == {300.0}
+
+
+def test_cost_curves_draw_from_the_committed_runs_without_running(tmp_path):
+    pytest.importorskip("vl_convert")
+    runs = ROOT / "benchmarks" / "results" / "cost_curves" / "runs.jsonl"
+    out = tmp_path / "plot.png"
+    assert cost_curves.main(["--from-runs", str(runs), "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 5_000
+    assert b"<svg" in out.with_suffix(".svg").read_bytes()[:500]
+    assert {r["backend"] for r in cost_curves.read_runs(runs)} == {"memory", "duckdb", "spark"}
 
 
 def test_png_export(tmp_path):
@@ -61,24 +84,3 @@ def test_png_export(tmp_path):
     out = tmp_path / "figure.png"
     assert reproduce.plot(next(iter(reproduce.FIGURES)), _rows(), out) is True
     assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 5_000
-
-
-def test_png_export_without_kaleido_names_the_extra(tmp_path):
-    """In a child that cannot import kaleido, no file and a message naming [bench]."""
-    out = tmp_path / "figure.png"
-    code = textwrap.dedent(f"""
-        import importlib.abc, sys
-        class NoKaleido(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name == "kaleido" or name.startswith("kaleido."):
-                    raise ModuleNotFoundError(name)
-        sys.meta_path.insert(0, NoKaleido())
-        import plotly.graph_objects as go
-        from synth_core.charts import write_png
-        print(write_png(go.Figure(go.Scatter(x=[1], y=[1])), {str(out)!r}, width=300, height=200))
-    """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert 'kaleido is not installed: pip install -e ".[bench]"' in done.stdout
-    assert not out.exists()
-
