@@ -207,3 +207,15 @@ def test_missing_runs_lists_the_seeds_left_per_cell():
         [("aim", [2]), ("conditional-aim", [0, 1, 2]), ("vjam-pgm", [0, 1, 2])]
     assert out[0]["cpu_seconds_per_run"] == 20.0 and out[1]["cpu_seconds_per_run"] is None
     assert out[0]["command"].endswith("--fractions 0.25 --mechanisms aim --epsilons 1 --seeds 2")
+
+
+def test_figure_ticks_only_the_epsilons_run_and_shows_the_seed_bars():
+    pytest.importorskip("altair")
+    runs = ROOT / "benchmarks" / "results" / "vertical_adult" / "runs.jsonl"
+    rows = vertical.figure_rows([runs])
+    assert {r["dataset"] for r in rows} == {f"adult, {p}% columns public" for p in (25, 50, 75)}
+    spec = vertical.figure_chart(rows).to_dict()
+    lines, bars = spec["spec"]["layer"]
+    assert lines["encoding"]["x"]["axis"]["values"] == [0.1, 1.0, 10.0]
+    assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == ("min", "max")
+    assert spec["config"]["rule"]["strokeWidth"] >= 2
