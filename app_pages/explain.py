@@ -6,6 +6,7 @@ import streamlit as st
 
 from synth_core import explain
 from synth_core.privacy import rho_from_epsilon_delta
+from synth_core.workbench import mechanism_title
 
 NOTE_TITLES = {"epsilon": "ε (epsilon)", "delta": "δ (delta)", "rho": "ρ (rho, zCDP)",
                "neighbours": "Neighbour relation"}
@@ -41,8 +42,9 @@ def run_notes(run) -> None:
 
 def baseline(run, workload_error: float, proxy_error: float | None) -> None:
     """CURATOR-ONLY: whether the run beat the public rows alone, inside the curator box."""
-    out = explain.baseline_note(run.settings.mechanism, run.settings.epsilon, workload_error,
-                                proxy_error)
+    s = run.settings
+    out = explain.baseline_note(s.mechanism, s.epsilon, workload_error, proxy_error,
+                                title=mechanism_title(s.mechanism, s.options))
     if out is not None:
         beats, text = out
         (st.success if beats else st.warning)(text, icon=":material/balance:")

@@ -205,19 +205,21 @@ def workload_error_help(n_marginals: int, of: str = "the synthetic data") -> str
 
 
 def baseline_note(mechanism: str, epsilon: float, workload_error: float,
-                  proxy_error: float | None) -> tuple[bool, str] | None:
+                  proxy_error: float | None, title: str | None = None) -> tuple[bool, str] | None:
     """CURATOR-ONLY: ``(beats, text)``: whether the synthetic data beat the public rows
-    alone on the workload; ``None`` without public rows (or for public-only itself)."""
+    alone on the workload; ``None`` without public rows (or for public-only itself).
+    ``title`` names the run's mechanism in the text ("Conditional AIM"; default ``mechanism``)."""
     if proxy_error is None or mechanism == "public-only":
         return None
+    mechanism = title or mechanism
     if workload_error < proxy_error:
         gain = (proxy_error - workload_error) / proxy_error if proxy_error > 0 else 0.0
         return True, (f"{mechanism} beats the public rows alone: workload error "
                       f"{workload_error:.3f} against {proxy_error:.3f} ({gain:.0%} lower).")
     return False, (f"At ε = {epsilon:g}, {mechanism}'s synthetic data (workload error "
                    f"{workload_error:.3f}) does not beat the public rows alone "
-                   f"({proxy_error:.3f}): releasing the public rows themselves (mechanism "
-                   "public-only, no budget) would do as well on this workload. What would "
+                   f"({proxy_error:.3f}): releasing the public rows themselves (the "
+                   "Public-only baseline, no budget) would do as well on this workload. What would "
                    "help: more epsilon (the noise shrinks as 1/√ρ), fewer marginals (a smaller "
                    "workload leaves more budget for each), or another mechanism (compare "
                    "several on the same table).")

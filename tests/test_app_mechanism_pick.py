@@ -139,3 +139,19 @@ def test_compare_keeps_a_column_left_out_on_the_data_page(tmp_path, monkeypatch)
     assert saved["dataset"]["drop_columns"] == ["parch"]
     marginals = wb.compare_results()[1]
     assert not marginals["marginal"].str.contains("parch").any()
+
+
+def test_the_run_page_compares_a_conditional_run_with_the_public_rows_by_its_full_name():
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    go(at, "app_pages/public.py")
+    at.multiselect(key="public_columns").set_value(["sex"]).run()
+    wb.update_settings(mechanism="aim", options={"conditional": True}, seed=0, **FAST)
+    go(at, "app_pages/run.py")
+    at.button(key="start_run").click().run()
+    assert wb.worker.wait(120)
+    at.run()
+    assert not errors(at)
+    notes = [m.value for m in (*at.success, *at.warning) if "public rows alone" in m.value]
+    assert len(notes) == 1 and "Conditional AIM" in notes[0], notes
+    assert "aim's" not in notes[0] and "mechanism public-only" not in notes[0]
