@@ -17,10 +17,11 @@ def session_choices(wb) -> ChoiceList:
                        neighbours=wb.settings.neighbours)
 
 
-def pick_mechanisms(wb, key: str, extra: tuple[str, ...] = (), container=st) -> list[str]:
-    """A multiselect of the available entries (their keys, shown by full name),
-    by default the saved run's entry and ``extra`` where available, and a
-    caption naming the entries left out and why."""
+def pick_mechanisms(wb, key: str, extra: tuple[str, ...] = (), container=st,
+                    note=st) -> list[str]:
+    """A multiselect of the available entries (their keys, shown by full name) in
+    ``container``, by default the saved run's entry and ``extra`` where
+    available, and in ``note`` a caption naming the entries left out and why."""
     choices = session_choices(wb)
     s = wb.settings
     preferred = (choice_of(s.mechanism, s.options).key, *extra)
@@ -29,6 +30,6 @@ def pick_mechanisms(wb, key: str, extra: tuple[str, ...] = (), container=st) -> 
     left_out = choices.unavailable_text(f"the public information marked ({wb.public_summary()})"
                                         f" and {s.neighbours} neighbours")
     if left_out:
-        container.caption(left_out + " What is marked is set on the Public information page, "
-                                     "the neighbours on the Workload and budget page.")
+        note.caption(left_out + " What is marked is set on the Public information page, "
+                               "the neighbours on the Workload and budget page.")
     return picked

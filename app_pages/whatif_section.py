@@ -32,7 +32,8 @@ def whatif_section(wb) -> None:
     standin = st.radio("Stand-in for the private table", standins, format_func=STANDINS.get,
                        horizontal=True, key="wi_standin_" + "-".join(standins))
     c1, c2, c3 = st.columns([2, 2, 1])
-    mechs = pick_mechanisms(wb, "wi_mechs", container=c1)
+    below = st.container()   # the entries left out, under the three boxes
+    mechs = pick_mechanisms(wb, "wi_mechs", container=c1, note=below)
     eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
                          key="wi_eps")
     seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
