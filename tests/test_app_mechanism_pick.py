@@ -117,6 +117,10 @@ def test_a_conditional_what_if_entry_predicts_with_conditional_generation():
     assert "What the prediction for Conditional AIM is based on" in texts(at)
     table = next(d.value for d in at.dataframe if "predicted error" in d.value.columns)
     assert set(table["mechanism"]) == {"Conditional AIM"}
+    # the release report's block: the registry name, the full name and the options
+    (entry,) = wb.whatif.report(wb.loads)["curves"]
+    assert (entry["mechanism"], entry["title"]) == ("aim", "Conditional AIM")
+    assert entry["settings"]["options"] == {"conditional": True}
 
 
 def test_compare_keeps_a_column_left_out_on_the_data_page(tmp_path, monkeypatch):
