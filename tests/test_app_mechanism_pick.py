@@ -20,6 +20,16 @@ from synth_core.workbench.guide import guided_choices
 FAST = dict(workload="all-2way", rounds=6, fit_iters=20, final_fit_iters=40)
 
 
+def titanic_with_public_sex(**settings):
+    """The Titanic sample with 'sex' marked a public column, ``settings`` and FAST saved."""
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    go(at, "app_pages/public.py")
+    at.multiselect(key="public_columns").set_value(["sex"]).run()
+    wb.update_settings(**settings, **FAST)
+    return at, wb
+
+
 def pick(at, key: str):
     return at.multiselect(key=key)
 
@@ -72,11 +82,7 @@ def test_compare_and_what_if_pick_from_the_guided_list():
 def test_a_conditional_compare_entry_runs_conditionally_under_its_full_name(tmp_path,
                                                                            monkeypatch):
     monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
-    at = load_titanic(new_app())
-    wb = at.session_state["wb"]
-    go(at, "app_pages/public.py")
-    at.multiselect(key="public_columns").set_value(["sex"]).run()
-    wb.update_settings(mechanism="jam-pgm", options={}, **FAST)
+    at, wb = titanic_with_public_sex(mechanism="jam-pgm", options={})
     go(at, "app_pages/compare.py")
     pick(at, "cmp_mechs").set_value(["aim+conditional", "jam-pgm"]).run()
     at.multiselect(key="cmp_eps").set_value([1.0]).run()
@@ -99,11 +105,7 @@ def test_a_conditional_compare_entry_runs_conditionally_under_its_full_name(tmp_
 
 
 def test_a_conditional_what_if_entry_predicts_with_conditional_generation():
-    at = load_titanic(new_app())
-    wb = at.session_state["wb"]
-    go(at, "app_pages/public.py")
-    at.multiselect(key="public_columns").set_value(["sex"]).run()
-    wb.update_settings(mechanism="jam-pgm", options={}, **FAST)
+    at, wb = titanic_with_public_sex(mechanism="jam-pgm", options={})
     go(at, "app_pages/workload.py")
     pick(at, "wi_mechs").set_value(["aim+conditional"]).run()
     at.multiselect(key="wi_eps").set_value([1.0]).run()
@@ -146,11 +148,7 @@ def test_compare_keeps_a_column_left_out_on_the_data_page(tmp_path, monkeypatch)
 
 
 def test_the_run_page_compares_a_conditional_run_with_the_public_rows_by_its_full_name():
-    at = load_titanic(new_app())
-    wb = at.session_state["wb"]
-    go(at, "app_pages/public.py")
-    at.multiselect(key="public_columns").set_value(["sex"]).run()
-    wb.update_settings(mechanism="aim", options={"conditional": True}, seed=0, **FAST)
+    at, wb = titanic_with_public_sex(mechanism="aim", options={"conditional": True}, seed=0)
     go(at, "app_pages/run.py")
     at.button(key="start_run").click().run()
     assert wb.worker.wait(120)
