@@ -11,7 +11,6 @@ import streamlit as st
 
 from app_pages.sessions import session_workbench
 from synth_core.errors import SynthError
-from synth_core.mechanisms import MECHANISMS
 from synth_core.privacy import cdp_epsilon
 from synth_core.runner import FAILED, STOPPED
 from synth_core.workbench import DOMAIN_SOURCE_TEXT, Workbench
@@ -33,11 +32,6 @@ MODE_LABELS = {
     "release": "Release (discrete Gaussian from OpenDP, secure randomness, not reproducible)",
     "research": "Research (seeded, continuous Gaussian, reproducible)",
 }
-
-
-def mechanism_label(name: str) -> str:
-    """A registered mechanism's full name for a list ("JAM-PGM")."""
-    return MECHANISMS[name].display_name()
 
 
 def mode_text(mode: str, seed) -> str:
