@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import pytest
 
 from synth_core import Synthesizer
