@@ -194,3 +194,25 @@ def test_a_mechanisms_own_rounds_override_the_shared_setting(tmp_path):
     rows = {r["mechanism"]: r for r in run_sweep(Sweep.from_file(tmp_path / "s.toml"),
                                                  ResultStore(tmp_path / "store"))}
     assert rows["jam-pgm"]["rounds"] == 2 and rows["jam T=3"]["rounds"] == 3
+
+
+def test_a_dataset_carries_its_column_choices_to_every_job(tmp_path):
+    """``drop_columns`` / ``numeric_columns`` / ``categorical_columns`` of a spec
+    dataset reach each run (``Synthesizer.run``'s choices of the same names);
+    they identify the data, so they change the run ids."""
+    spec = {"name": "kinds", "mechanisms": ["mwem-pgm"], "epsilons": [1.0], "settings": FAST,
+            "datasets": [{"name": "own", "data": str(SAMPLE / "private.csv"),
+                          "drop_columns": "parch", "numeric_columns": ["sibsp"],
+                          "categorical_columns": ["age"]}]}
+    sweep = Sweep.from_dict(spec)
+    d = sweep.datasets[0]
+    assert (d.drop_columns, d.numeric_columns, d.categorical_columns) == (
+        ("parch",), ("sibsp",), ("age",))
+    assert d.fingerprint() != DatasetSpec("own", SAMPLE / "private.csv").fingerprint()
+    store = ResultStore(tmp_path / "store")
+    (row,) = list(run_sweep(sweep, store))
+    assert row["status"] == "finished", row["error"]
+    saved = json.loads(row["config"])["dataset"]
+    assert saved["drop_columns"] == ["parch"] and saved["categorical_columns"] == ["age"]
+    marginals = store.marginals()["marginal"]
+    assert not marginals.str.contains("parch").any() and marginals.str.contains("sibsp").any()
