@@ -95,3 +95,24 @@ def test_numpy_tree_matches_the_one_node_tree():
     joint = joint_of(sizes, model) / model.total
     for node, b in beliefs.items():
         np.testing.assert_allclose(b.reshape(-1), brute(joint, sizes, node), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("la, lb, keep", [
+    (("a", "b", "c"), ("b", "c", "d"), ("d", "a")),          # contracted b, c; no batch
+    (("a", "b", "c"), ("c", "b", "d"), ("b", "d", "a")),      # batch b, contracted c
+    (("a", "b"), ("b", "c"), ("a", "b", "c")),                # batch only: a broadcast product
+    (("a", "b"), ("a", "b"), ()),                             # everything contracted: a scalar
+    (("a", "e", "b"), ("b", "a"), ("e",)),                    # no right labels
+    (("c",), ("a", "b", "c"), ("b", "c", "a")),               # no left labels, batch c
+])
+def test_batched_product_equals_one_einsum(la, lb, keep):
+    """Each pairwise step (batch, left, right and contracted labels) equals numpy's einsum."""
+    rng = np.random.default_rng(5)
+    dims = {"a": 4, "b": 3, "c": 5, "d": 2, "e": 6}
+    a = rng.random([dims[c] for c in la])
+    b = np.transpose(rng.random([dims[c] for c in lb[::-1]]))   # a strided operand
+    index = {c: i for i, c in enumerate(dims)}
+    expected = np.einsum(a, [index[c] for c in la], b, [index[c] for c in lb], [index[c] for c in keep])
+    got = inference._batched_product(a, la, b, lb, keep)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
