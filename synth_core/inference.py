@@ -82,6 +82,8 @@ class ModelMarginals:
         self._cond: dict[tuple, tuple[np.ndarray, Clique]] = {}
         self._messages: dict[tuple, tuple[np.ndarray, Clique]] = {}
         self._message_cells = 0
+        self._behind: dict[tuple[Clique, Clique], frozenset] = {}
+        self._column_messages: dict[tuple[str, Clique, Clique], tuple[np.ndarray, Clique]] = {}
 
     @staticmethod
     def uniform(sizes: Mapping[str, int], total: float) -> "ModelMarginals":
@@ -225,6 +227,12 @@ class ModelMarginals:
             smallest = min(inside, key=lambda cl: self.beliefs[cl].size)
             table, labels = self._reduce(smallest, frozenset(attrs))
             return _sum_to(table, labels, tuple(attrs))
+        plan = self._center_plan(attrs)
+        if plan is not None:
+            centre, far, labels = plan
+            table, lab = self._reduce(centre, labels)
+            operands = [(table, lab)] + [self._column_message(c, a, centre) for c, a in far.items()]
+            return _einsum(operands, tuple(attrs))
         nodes, parents = self._subtree(attrs)
         children: dict[Clique, list[Clique]] = {n: [] for n in nodes}
         for child, par in parents.items():
@@ -234,6 +242,78 @@ class ModelMarginals:
             below[node] = frozenset([node]).union(*(below[c] for c in children[node]))
         table, labels = self._send(nodes[0], parents, children, set(attrs), below)
         return _sum_to(table, labels, tuple(attrs))
+
+    def _columns_behind(self, node: Clique, towards: Clique) -> frozenset:
+        """The columns of every clique on ``node``'s side of the edge ``(node, towards)`` (cached)."""
+        key = (node, towards)
+        if key not in self._behind:
+            self._behind[key] = frozenset(node).union(
+                *(self._columns_behind(nb, node) for nb in self.adjacent[node] if nb != towards))
+        return self._behind[key]
+
+    def _center_plan(self, attrs: Sequence[str]) -> tuple[Clique, dict, frozenset] | None:
+        """The cheapest centre clique ``M`` for a query, or ``None`` when none is valid.
+
+        ``M`` holds the query's local columns ``L``; every other query column
+        ``x`` lies behind one edge ``(A_x, M)``, and ``M`` is valid when these
+        edges differ. The branches behind distinct edges are independent given
+        their separators, so
+
+            p(r) = sum over the rest of  p(L ∪ S_1 ∪ ... ∪ S_k) * prod_x p(x | S_x),
+
+        with ``S_x`` the separator of ``(A_x, M)``. Its cost: the cells of
+        ``L ∪ S_1 ∪ ... ∪ S_k`` times the far columns' sizes. Every query of at
+        most three columns has a valid centre (the node where the paths between
+        their cliques meet). Returns ``(M, {x: A_x}, L ∪ separators)``.
+        """
+        comp = self._component[self.holders[attrs[0]][0]]
+        best, best_cost = None, None
+        for centre in self.beliefs:
+            if self._component[centre] != comp:
+                continue
+            far: dict[str, Clique] = {}
+            for c in attrs:
+                if c not in centre:
+                    far[c] = next(nb for nb in self.adjacent[centre]
+                                  if c in self._columns_behind(nb, centre))
+            if len(set(far.values())) < len(far):
+                continue
+            labels = frozenset(c for c in attrs if c in centre).union(
+                *(set(a) & set(centre) for a in far.values()))
+            cost = cells(self.sizes, labels) * cells(self.sizes, far)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = (centre, far, labels), cost
+        return best
+
+    def _column_message(self, column: str, node: Clique, towards: Clique
+                        ) -> tuple[np.ndarray, Clique]:
+        """``p(column | S)`` with ``S`` the separator of ``(node, towards)``, ``column`` behind it.
+
+        At the column's clique, its belief summed to ``column ∪ S`` divided by
+        ``p(S)``; further away, with ``B`` the neighbour of ``node`` that the
+        column lies behind, ``sum p(S_B ∪ S | S) p(column | S_B)`` (the column
+        and ``node`` are independent given ``S_B``). One message per column
+        and directed edge serves every query of the model; kept within
+        :data:`MESSAGE_CACHE_CELLS` with the subtree messages.
+        """
+        key = (column, node, towards)
+        hit = self._column_messages.get(key)
+        if hit is not None:
+            return hit
+        sep = tuple(c for c in node if c in towards)
+        if column in node:
+            message = self._conditional(node, towards, frozenset((column,) + sep))
+        else:
+            behind = next(nb for nb in self.adjacent[node]
+                          if nb != towards and column in self._columns_behind(nb, node))
+            inner = tuple(c for c in node if c in behind)
+            cond = self._conditional(node, towards, frozenset(inner + sep))
+            keep = (column,) + sep
+            message = (_einsum([cond, self._column_message(column, behind, node)], keep), keep)
+        if self._message_cells + message[0].size <= MESSAGE_CACHE_CELLS:
+            self._column_messages[key] = message
+            self._message_cells += message[0].size
+        return message
 
     def _send(self, node: Clique, parents: dict, children: dict, wanted: set,
               below: dict) -> tuple[np.ndarray, tuple[str, ...]]:
