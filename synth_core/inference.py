@@ -8,7 +8,10 @@ calibrated junction tree whose cliques cover ``r``,
     p(vars(T)) = prod_{C in T} beta_C / prod_{(C, D) in edges(T)} mu_{C ∩ D},
 
 and ``M_r(p)`` is that product summed over every variable outside ``r``
-(an ``einsum`` over a few small arrays). The authors' code instead compiles one
+(an ``einsum`` over a few small arrays). Queries of up to three columns are
+answered at one "centre" clique from per-column messages ``p(x | separator)``
+that every query of the model shares (:meth:`ModelMarginals._center_plan`).
+The authors' code instead compiles one
 JAX program per candidate per round; this module keeps
 scoring free of compilation, so a long-lived process does not accumulate
 compiled programs.
@@ -83,6 +86,7 @@ class ModelMarginals:
         self._messages: dict[tuple, tuple[np.ndarray, Clique]] = {}
         self._message_cells = 0
         self._behind: dict[tuple[Clique, Clique], frozenset] = {}
+        self._towards: dict[tuple[Clique, str], Clique] = {}
         self._column_messages: dict[tuple[str, Clique, Clique], tuple[np.ndarray, Clique]] = {}
 
     @staticmethod
@@ -271,11 +275,7 @@ class ModelMarginals:
         for centre in self.beliefs:
             if self._component[centre] != comp:
                 continue
-            far: dict[str, Clique] = {}
-            for c in attrs:
-                if c not in centre:
-                    far[c] = next(nb for nb in self.adjacent[centre]
-                                  if c in self._columns_behind(nb, centre))
+            far = {c: self._direction(centre, c) for c in attrs if c not in centre}
             if len(set(far.values())) < len(far):
                 continue
             labels = frozenset(c for c in attrs if c in centre).union(
@@ -284,6 +284,15 @@ class ModelMarginals:
             if best_cost is None or cost < best_cost:
                 best, best_cost = (centre, far, labels), cost
         return best
+
+    def _direction(self, node: Clique, column: str) -> Clique:
+        """The neighbour of ``node`` behind which ``column`` (not in ``node``) lies (cached)."""
+        key = (node, column)
+        hit = self._towards.get(key)
+        if hit is None:
+            hit = next(nb for nb in self.adjacent[node] if column in self._columns_behind(nb, node))
+            self._towards[key] = hit
+        return hit
 
     def _column_message(self, column: str, node: Clique, towards: Clique
                         ) -> tuple[np.ndarray, Clique]:
@@ -304,8 +313,7 @@ class ModelMarginals:
         if column in node:
             message = self._conditional(node, towards, frozenset((column,) + sep))
         else:
-            behind = next(nb for nb in self.adjacent[node]
-                          if nb != towards and column in self._columns_behind(nb, node))
+            behind = self._direction(node, column)
             inner = tuple(c for c in node if c in behind)
             cond = self._conditional(node, towards, frozenset(inner + sep))
             keep = (column,) + sep
