@@ -145,3 +145,18 @@ def test_batched_product_equals_one_einsum(la, lb, keep):
     got = inference._batched_product(a, la, b, lb, keep)
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_scoring_constants_are_where_the_docs_say():
+    """docs/performance.md's scoring part names the message budget, chunk and threads the code uses."""
+    import math
+    import re
+    from pathlib import Path
+
+    from synth_core.engine import SCORE_CHUNK
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "performance.md").read_text()
+    section = text.split("**Scoring**", 1)[1].split("**Memory.**", 1)[0]
+    assert f"MESSAGE_CACHE_CELLS` = 2^{int(math.log2(inference.MESSAGE_CACHE_CELLS))} cells" in section
+    assert re.search(rf"SCORE_CHUNK = {SCORE_CHUNK}\b", section)
+    assert re.search(rf"SCORING_THREADS = {inference.SCORING_THREADS}\b", section)
