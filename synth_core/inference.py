@@ -265,8 +265,8 @@ class ModelMarginals:
 
             p(r) = sum over the rest of  p(L ∪ S_1 ∪ ... ∪ S_k) * prod_x p(x | S_x),
 
-        with ``S_x`` the separator of ``(A_x, M)``. Its cost: the cells of
-        ``L ∪ S_1 ∪ ... ∪ S_k`` times the far columns' sizes. Every query of at
+        with ``S_x`` the separator of ``(A_x, M)``; its cost is
+        :meth:`_centre_cost`. Every query of at
         most three columns has a valid centre (the node where the paths between
         their cliques meet). Returns ``(M, {x: A_x}, L ∪ separators)``.
         """
@@ -278,12 +278,25 @@ class ModelMarginals:
             far = {c: self._direction(centre, c) for c in attrs if c not in centre}
             if len(set(far.values())) < len(far):
                 continue
-            labels = frozenset(c for c in attrs if c in centre).union(
-                *(set(a) & set(centre) for a in far.values()))
-            cost = cells(self.sizes, labels) * cells(self.sizes, far)
+            seps = {c: frozenset(a) & frozenset(centre) for c, a in far.items()}
+            labels = frozenset(c for c in attrs if c in centre).union(*seps.values())
+            cost = self._centre_cost(attrs, labels, seps)
             if best_cost is None or cost < best_cost:
                 best, best_cost = (centre, far, labels), cost
         return best
+
+    def _centre_cost(self, attrs: Sequence[str], labels: frozenset, seps: dict) -> int:
+        """Multiply-adds of a centre's answer: ``p(labels)`` times each far column's message in
+        turn, smallest column first, each step's table ``live ∪ {x}`` (``cells(live ∪ {x})``
+        products) keeping only what the query and the later separators still need."""
+        order = sorted(seps, key=self.sizes.__getitem__)
+        live, cost = set(labels), 0
+        for i, c in enumerate(order):
+            live.add(c)
+            cost += cells(self.sizes, live)
+            need = set(attrs).union(*(seps[d] for d in order[i + 1:]))
+            live &= need
+        return cost
 
     def _direction(self, node: Clique, column: str) -> Clique:
         """The neighbour of ``node`` behind which ``column`` (not in ``node``) lies (cached)."""
