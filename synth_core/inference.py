@@ -8,7 +8,10 @@ calibrated junction tree whose cliques cover ``r``,
     p(vars(T)) = prod_{C in T} beta_C / prod_{(C, D) in edges(T)} mu_{C ∩ D},
 
 and ``M_r(p)`` is that product summed over every variable outside ``r``
-(an ``einsum`` over a few small arrays). The authors' code instead compiles one
+(an ``einsum`` over a few small arrays). Queries of up to three columns are
+answered at one "centre" clique from per-column messages ``p(x | separator)``
+that every query of the model shares (:meth:`ModelMarginals._center_plan`).
+The authors' code instead compiles one
 JAX program per candidate per round; this module keeps
 scoring free of compilation, so a long-lived process does not accumulate
 compiled programs.
@@ -82,6 +85,9 @@ class ModelMarginals:
         self._cond: dict[tuple, tuple[np.ndarray, Clique]] = {}
         self._messages: dict[tuple, tuple[np.ndarray, Clique]] = {}
         self._message_cells = 0
+        self._behind: dict[tuple[Clique, Clique], frozenset] = {}
+        self._towards: dict[tuple[Clique, str], Clique] = {}
+        self._column_messages: dict[tuple[str, Clique, Clique], tuple[np.ndarray, Clique]] = {}
 
     @staticmethod
     def uniform(sizes: Mapping[str, int], total: float) -> "ModelMarginals":
@@ -225,6 +231,12 @@ class ModelMarginals:
             smallest = min(inside, key=lambda cl: self.beliefs[cl].size)
             table, labels = self._reduce(smallest, frozenset(attrs))
             return _sum_to(table, labels, tuple(attrs))
+        plan = self._center_plan(attrs)
+        if plan is not None:
+            centre, far, labels = plan
+            table, lab = self._reduce(centre, labels)
+            operands = [(table, lab)] + [self._column_message(c, a, centre) for c, a in far.items()]
+            return _einsum(operands, tuple(attrs))
         nodes, parents = self._subtree(attrs)
         children: dict[Clique, list[Clique]] = {n: [] for n in nodes}
         for child, par in parents.items():
@@ -234,6 +246,95 @@ class ModelMarginals:
             below[node] = frozenset([node]).union(*(below[c] for c in children[node]))
         table, labels = self._send(nodes[0], parents, children, set(attrs), below)
         return _sum_to(table, labels, tuple(attrs))
+
+    def _columns_behind(self, node: Clique, towards: Clique) -> frozenset:
+        """The columns of every clique on ``node``'s side of the edge ``(node, towards)`` (cached)."""
+        key = (node, towards)
+        if key not in self._behind:
+            self._behind[key] = frozenset(node).union(
+                *(self._columns_behind(nb, node) for nb in self.adjacent[node] if nb != towards))
+        return self._behind[key]
+
+    def _center_plan(self, attrs: Sequence[str]) -> tuple[Clique, dict, frozenset] | None:
+        """The cheapest centre clique ``M`` for a query, or ``None`` when none is valid.
+
+        ``M`` holds the query's local columns ``L``; every other query column
+        ``x`` lies behind one edge ``(A_x, M)``, and ``M`` is valid when these
+        edges differ. The branches behind distinct edges are independent given
+        their separators, so
+
+            p(r) = sum over the rest of  p(L ∪ S_1 ∪ ... ∪ S_k) * prod_x p(x | S_x),
+
+        with ``S_x`` the separator of ``(A_x, M)``; its cost is
+        :meth:`_centre_cost`. Every query of at
+        most three columns has a valid centre (the node where the paths between
+        their cliques meet). Returns ``(M, {x: A_x}, L ∪ separators)``.
+        """
+        comp = self._component[self.holders[attrs[0]][0]]
+        best, best_cost = None, None
+        for centre in self.beliefs:
+            if self._component[centre] != comp:
+                continue
+            far = {c: self._direction(centre, c) for c in attrs if c not in centre}
+            if len(set(far.values())) < len(far):
+                continue
+            seps = {c: frozenset(a) & frozenset(centre) for c, a in far.items()}
+            labels = frozenset(c for c in attrs if c in centre).union(*seps.values())
+            cost = self._centre_cost(attrs, labels, seps)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = (centre, far, labels), cost
+        return best
+
+    def _centre_cost(self, attrs: Sequence[str], labels: frozenset, seps: dict) -> int:
+        """Multiply-adds of a centre's answer: ``p(labels)`` times each far column's message in
+        turn, smallest column first, each step's table ``live ∪ {x}`` (``cells(live ∪ {x})``
+        products) keeping only what the query and the later separators still need."""
+        order = sorted(seps, key=self.sizes.__getitem__)
+        live, cost = set(labels), 0
+        for i, c in enumerate(order):
+            live.add(c)
+            cost += cells(self.sizes, live)
+            need = set(attrs).union(*(seps[d] for d in order[i + 1:]))
+            live &= need
+        return cost
+
+    def _direction(self, node: Clique, column: str) -> Clique:
+        """The neighbour of ``node`` behind which ``column`` (not in ``node``) lies (cached)."""
+        key = (node, column)
+        hit = self._towards.get(key)
+        if hit is None:
+            hit = next(nb for nb in self.adjacent[node] if column in self._columns_behind(nb, node))
+            self._towards[key] = hit
+        return hit
+
+    def _column_message(self, column: str, node: Clique, towards: Clique
+                        ) -> tuple[np.ndarray, Clique]:
+        """``p(column | S)`` with ``S`` the separator of ``(node, towards)``, ``column`` behind it.
+
+        At the column's clique, its belief summed to ``column ∪ S`` divided by
+        ``p(S)``; further away, with ``B`` the neighbour of ``node`` that the
+        column lies behind, ``sum p(S_B ∪ S | S) p(column | S_B)`` (the column
+        and ``node`` are independent given ``S_B``). One message per column
+        and directed edge serves every query of the model; kept within
+        :data:`MESSAGE_CACHE_CELLS` with the subtree messages.
+        """
+        key = (column, node, towards)
+        hit = self._column_messages.get(key)
+        if hit is not None:
+            return hit
+        sep = tuple(c for c in node if c in towards)
+        if column in node:
+            message = self._conditional(node, towards, frozenset((column,) + sep))
+        else:
+            behind = self._direction(node, column)
+            inner = tuple(c for c in node if c in behind)
+            cond = self._conditional(node, towards, frozenset(inner + sep))
+            keep = (column,) + sep
+            message = (_einsum([cond, self._column_message(column, behind, node)], keep), keep)
+        if self._message_cells + message[0].size <= MESSAGE_CACHE_CELLS:
+            self._column_messages[key] = message
+            self._message_cells += message[0].size
+        return message
 
     def _send(self, node: Clique, parents: dict, children: dict, wanted: set,
               below: dict) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -339,16 +440,51 @@ def _contract_step(ops: list, keep: list) -> np.ndarray:
     """``sum over the rest of prod ops``, laid out as ``keep``: one step of a contraction path.
 
     Labels that one operand alone holds and ``keep`` lacks are summed out of it
-    first; then one plain ``np.einsum`` on contiguous copies (on strided views
-    its inner loop runs several times slower). No BLAS: on a busy machine
-    OpenBLAS's threads wait for each other and a matrix product of this size
-    took 50 times its single-threaded time.
+    first. Two operands are then multiplied as a batched matrix product
+    (:func:`_batched_product`); more (a path step numpy's search could not
+    split) run as one plain ``np.einsum`` on contiguous copies.
     """
     ops = [_sum_unshared(i, ops, keep) for i in range(len(ops))]
+    if len(ops) == 2:
+        (a, la), (b, lb) = ops
+        return _batched_product(a, la, b, lb, keep)
     index: dict = {}
     args = [x for a, lab in ops
             for x in (np.ascontiguousarray(a), [index.setdefault(c, len(index)) for c in lab])]
     return np.einsum(*args, [index[c] for c in keep])
+
+
+def _batched_product(a: np.ndarray, la: Sequence[str], b: np.ndarray, lb: Sequence[str],
+                     keep: Sequence[str]) -> np.ndarray:
+    """``out[keep] = sum_k a[la] * b[lb]`` with every label in ``la`` or ``lb`` (none summed alone).
+
+    The labels split into batch ``g`` (both operands, kept), left ``l`` (``a``
+    only), right ``r`` (``b`` only) and contracted ``k`` (both, not kept), so
+    ``out[g, l, r] = sum_k A[g, l, k] B[g, r, k]``: both operands are laid out
+    with ``k`` last and contiguous and reshaped to three axes, and the sum runs
+    as ``einsum('glk,grk->glr')`` (its inner loop a contiguous dot product of
+    length ``|k|``), or as a broadcast product when nothing is contracted. The
+    same sums as one einsum over all labels, in the same order per cell (each
+    output cell is one dot product over ``k``); no BLAS call. A strided
+    many-axis einsum with short inner axes ran 20 to 30 times slower.
+    """
+    la, lb, keep = list(la), list(lb), list(keep)
+    in_b = set(lb)
+    batch = [c for c in keep if c in la and c in in_b]
+    left = [c for c in la if c not in in_b]
+    right = [c for c in lb if c not in set(la)]
+    summed = [c for c in la if c in in_b and c not in keep]
+    size = dict(zip(la, a.shape)) | dict(zip(lb, b.shape))
+    g, l, r, k = (math.prod(size[c] for c in part) for part in (batch, left, right, summed))
+    A = np.transpose(a, [la.index(c) for c in batch + left + summed]).reshape(g, l, k)
+    B = np.transpose(b, [lb.index(c) for c in batch + right + summed]).reshape(g, r, k)
+    if k == 1:
+        out = A * B.reshape(g, 1, r)
+    else:
+        out = np.einsum("glk,grk->glr", np.ascontiguousarray(A), np.ascontiguousarray(B))
+    labels = batch + left + right
+    out = out.reshape([size[c] for c in labels])
+    return np.transpose(out, [labels.index(c) for c in keep])
 
 
 def _sum_unshared(i: int, ops: list, keep: list) -> tuple[np.ndarray, list]:

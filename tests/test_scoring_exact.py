@@ -1,5 +1,6 @@
-"""Scoring stays exact: the model's answers (shared messages, contractions run pair by pair)
-equal marginals summed from the model's full joint distribution."""
+"""Scoring stays exact: the model's answers (centre cliques with per-column messages, shared
+subtree messages, contractions run pair by pair) equal marginals summed from the model's full
+joint distribution."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_every_three_way_query_equals_the_joint(seed, monkeypatch):
     queries = [q for r in (1, 2, 3) for q in itertools.combinations(sizes, r)]
     fresh = ModelMarginals(sizes, model.marginals.beliefs, _edges(model.marginals), model.total)
     answers = fresh.many(queries[::-1], workers=2)    # shared messages, two threads
-    assert fresh._messages                          # messages were reused across queries
+    assert fresh._column_messages                   # column messages were reused across queries
     for q in queries:
         np.testing.assert_allclose(answers[q], brute(joint, sizes, q), rtol=1e-10, atol=1e-9)
         np.testing.assert_allclose(fresh.counts(q), answers[q], rtol=1e-12, atol=1e-12)
@@ -62,7 +63,35 @@ def test_message_budget_zero_gives_the_same_answers(monkeypatch):
     uncached = ModelMarginals(sizes, model.marginals.beliefs, _edges(model.marginals), model.total)
     for q in queries:
         np.testing.assert_allclose(uncached.counts(q), with_cache[q], rtol=1e-12, atol=1e-12)
-    assert not uncached._messages and cached._messages
+    assert not uncached._column_messages and cached._column_messages
+
+
+def test_wider_queries_with_and_without_a_centre_equal_the_joint():
+    """4- and 5-way queries: those with a centre clique (far columns behind distinct edges) and
+    those without one (answered on a rooted subtree) both equal the joint's marginals."""
+    sizes, model = branching_model(3)
+    joint = joint_of(sizes, model)
+    fresh = ModelMarginals(sizes, model.marginals.beliefs, _edges(model.marginals), model.total)
+    queries = [q for r in (4, 5) for q in itertools.combinations(sizes, r)]
+    centred = [q for q in queries if fresh._center_plan(q) is not None]
+    assert 0 < len(centred) < len(queries)          # both ways are exercised
+    for q in queries:
+        np.testing.assert_allclose(fresh.counts(q), brute(joint, sizes, q), rtol=1e-10, atol=1e-9)
+
+
+def test_every_query_of_at_most_three_columns_has_a_centre():
+    """A centre exists for every 2- and 3-way query spanning cliques: its far columns lie
+    behind distinct edges and its local columns are in it."""
+    sizes, model = branching_model(1)
+    marg = model.marginals
+    for q in (q for r in (2, 3) for q in itertools.combinations(sizes, r)):
+        if any(set(q) <= set(node) for node in marg.beliefs):
+            continue
+        centre, far, labels = marg._center_plan(q)
+        assert set(q) - set(far) <= set(centre) and not set(far) & set(centre)
+        assert len(set(far.values())) == len(far)
+        assert all(a in marg.adjacent[centre] and c in marg._columns_behind(a, centre)
+                   for c, a in far.items())
 
 
 def test_pairwise_contraction_equals_one_einsum():
@@ -95,3 +124,39 @@ def test_numpy_tree_matches_the_one_node_tree():
     joint = joint_of(sizes, model) / model.total
     for node, b in beliefs.items():
         np.testing.assert_allclose(b.reshape(-1), brute(joint, sizes, node), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("la, lb, keep", [
+    (("a", "b", "c"), ("b", "c", "d"), ("d", "a")),          # contracted b, c; no batch
+    (("a", "b", "c"), ("c", "b", "d"), ("b", "d", "a")),      # batch b, contracted c
+    (("a", "b"), ("b", "c"), ("a", "b", "c")),                # batch only: a broadcast product
+    (("a", "b"), ("a", "b"), ()),                             # everything contracted: a scalar
+    (("a", "e", "b"), ("b", "a"), ("e",)),                    # no right labels
+    (("c",), ("a", "b", "c"), ("b", "c", "a")),               # no left labels, batch c
+])
+def test_batched_product_equals_one_einsum(la, lb, keep):
+    """Each pairwise step (batch, left, right and contracted labels) equals numpy's einsum."""
+    rng = np.random.default_rng(5)
+    dims = {"a": 4, "b": 3, "c": 5, "d": 2, "e": 6}
+    a = rng.random([dims[c] for c in la])
+    b = np.transpose(rng.random([dims[c] for c in lb[::-1]]))   # a strided operand
+    index = {c: i for i, c in enumerate(dims)}
+    expected = np.einsum(a, [index[c] for c in la], b, [index[c] for c in lb], [index[c] for c in keep])
+    got = inference._batched_product(a, la, b, lb, keep)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_scoring_constants_are_where_the_docs_say():
+    """docs/performance.md's scoring part names the message budget, chunk and threads the code uses."""
+    import math
+    import re
+    from pathlib import Path
+
+    from synth_core.engine import SCORE_CHUNK
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "performance.md").read_text()
+    section = text.split("**Scoring**", 1)[1].split("**Memory.**", 1)[0]
+    assert f"MESSAGE_CACHE_CELLS` = 2^{int(math.log2(inference.MESSAGE_CACHE_CELLS))} cells" in section
+    assert re.search(rf"SCORE_CHUNK = {SCORE_CHUNK}\b", section)
+    assert re.search(rf"SCORING_THREADS = {inference.SCORING_THREADS}\b", section)
