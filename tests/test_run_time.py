@@ -71,18 +71,32 @@ def test_calibration_file_is_the_fit_of_the_committed_runs():
         assert shipped["models"][key]["coef"] == pytest.approx(entry["coef"], rel=1e-6), key
 
 
-#: mechanisms not measured (GEM-Pub, vGEM-Pub: no time under the load) or measured at the
-#: defaults on one table only (vJAM-PGM): they use their family's constants
-BY_FAMILY = {"gem-pub", "vgem-pub", "vjam-pgm"}
-
-
-def test_every_mechanism_and_the_conditional_variant_have_constants():
+def calibration_keys() -> list[str]:
+    """The calibration key of every mechanism in MECHANISMS and of the
+    conditional variant of each that declares one."""
     from synth_core.mechanisms import MECHANISMS
+    return [run_time.model_key({"mechanism": name, "conditional": conditional})
+            for name, cls in MECHANISMS.items()
+            for conditional in (False, True)[:1 + bool(cls.capabilities.conditional)]]
+
+
+def test_calibration_covers_every_mechanism_and_conditional_variant():
+    """Every mechanism the app offers has constants, its own or (for a variant
+    listed in FAMILY) its family's: a mechanism added to MECHANISMS without
+    measured constants fails here."""
     models = run_time.load_calibration()["models"]
-    assert (set(MECHANISMS) - BY_FAMILY) | {"aim+conditional"} <= set(models)
-    for name in BY_FAMILY:
-        entry = run_time.calibration_entry({"mechanism": name, "conditional": False})
-        assert entry is models[run_time.FAMILY[name]]
+    keys = calibration_keys()
+    assert {"aim", "aim+conditional", "vjam-pgm+conditional", "gem"} <= set(keys)
+    for key in keys:
+        mechanism, _, variant = key.partition("+")
+        entry = run_time.calibration_entry({"mechanism": mechanism, "conditional": bool(variant)})
+        own = [name for name in run_time.family_chain(key, mechanism) if name in models]
+        assert entry is models[own[0]], key
+        assert len(entry["coef"]) == len(run_time.TERMS) and min(entry["coef"]) >= 0, key
+    # a variant without its own constants takes its family's, along the chain
+    only_jam = {"models": {"jam-pgm": models["jam-pgm"]}}
+    assert run_time.calibration_entry({"mechanism": "vjam-pgm", "conditional": True},
+                                      only_jam) is models["jam-pgm"]
     with pytest.raises(ConfigError, match="No run-time calibration"):
         run_time.calibration_entry({"mechanism": "aim"}, {"models": {}})
 
