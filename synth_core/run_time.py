@@ -219,11 +219,12 @@ def at_defaults(record: dict) -> bool:
 
 def family_knows_more(key: str, records: list[dict], groups: dict) -> bool:
     """Whether a variant measured on one table only should use its family's
-    constants instead (the family was measured on more tables)."""
-    family = FAMILY.get(key)
-    tables = {r["rows"] for r in records}
-    return (family in groups and len(tables) == 1
-            and len({r["rows"] for r in groups[family]}) > 1)
+    constants instead (a mechanism along its :func:`family_chain` was measured
+    on more tables)."""
+    if len({r["rows"] for r in records}) > 1:
+        return False
+    return any(len({r["rows"] for r in groups.get(name, ())}) > 1
+               for name in family_chain(key, key.partition("+")[0])[1:])
 
 
 def fit_calibration(records: list[dict]) -> dict:

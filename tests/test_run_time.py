@@ -61,6 +61,31 @@ def test_adaptive_rounds_fit_recovers_k_and_p():
     assert one["rounds_q"] == 0.0 and one["rounds_p"] == pytest.approx(0.5, abs=0.05)
 
 
+def synthetic_run(mechanism: str, rows: int, seconds: float, conditional: bool = False) -> dict:
+    """A measured-run record of a fixed-rounds mechanism (what the fit reads)."""
+    return {"mechanism": mechanism, "conditional": conditional, "epsilon": 1.0, "rows": rows,
+            "columns": 6, "cells": 43, "workload_cells": 5000, "planned_rounds": 30,
+            "round_fit_iters": 100, "final_fit_iters": 1000, "rounds_run": 30,
+            "run_cpu_s": seconds}
+
+
+def test_a_variant_measured_on_one_table_takes_the_constants_of_a_family_measured_on_more():
+    """vJAM-PGM and its conditional variant measured on one table, JAM-PGM on
+    two: both variants use JAM-PGM's constants (the conditional one two steps
+    along its family chain), which separate the tables."""
+    # JAM-PGM's seconds: 1/30 s per round and 10,000 rows (the rows term alone)
+    runs = [synthetic_run("jam-pgm", 1000, 1.1), synthetic_run("jam-pgm", 30000, 4.0),
+            synthetic_run("vjam-pgm", 1000, 1.0),
+            synthetic_run("vjam-pgm", 1000, 1.0, conditional=True)]
+    calibration = run_time.fit_calibration(runs)
+    assert set(calibration["models"]) == {"jam-pgm"}
+    big = synthetic_run("vjam-pgm", 30000, 0.0, conditional=True)
+    assert run_time.estimate_from_features(big, calibration) == pytest.approx(4.0, rel=1e-6)
+    # measured on two tables itself: its own constants
+    runs.append(synthetic_run("vjam-pgm", 30000, 20.0))
+    assert set(run_time.fit_calibration(runs)["models"]) == {"jam-pgm", "vjam-pgm"}
+
+
 def test_calibration_file_is_the_fit_of_the_committed_runs():
     """The package's calibration is what the benchmark fits on the committed
     measurements (recalibration is the one benchmark command)."""
