@@ -12,6 +12,7 @@ then the worst ratio (JSON lines).
 
     PYTHONPATH=$PWD nice -n 5 python benchmarks/runtime_model.py > runs.jsonl   # measure + fit
     PYTHONPATH=$PWD python benchmarks/runtime_model.py --refit runs.jsonl     # fit only
+    PYTHONPATH=$PWD python benchmarks/runtime_model.py --check held_out.jsonl # out of sample
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ VARIANTS = (
     ("aim-conditional", "aim", {"conditional": True}, "columns"),
     ("jam-pgm", "jam-pgm", {}, "rows"),
     ("vjam-pgm", "vjam-pgm", {}, "columns"),
+    ("vjam-pgm-conditional", "vjam-pgm", {"conditional": True}, "columns"),
     ("mwem-pgm", "mwem-pgm", {}, None),
     ("pmw-pub", "pmw-pub", {}, "rows"),
     ("vpmw", "vpmw", {}, "columns"),
@@ -237,11 +239,50 @@ def report(records: list[dict]) -> None:
                           "worst_run": {k: worst[1].get(k) for k in ("variant", "sample", "epsilon")}}),
               flush=True)
 
+def holdout(records: list[dict]) -> None:
+    """Out-of-sample check: per run not used in the fit, the shipped
+    calibration's estimate (predicted rounds, CPU seconds) against the run's
+    measured CPU seconds (sub-second figures count as 0.5 s), then the worst
+    ratio (JSON lines)."""
+    from synth_core import run_time
+
+    calibration = run_time.load_calibration()
+    ok = with_workload_cells([r for r in records if r.get("status") == "ok"])
+    factors = []
+    for r in ok:
+        entry = run_time.calibration_entry(r, calibration)
+        est = run_time.estimate_from_features(r, calibration)
+        factor = ratio(max(0.5, est), max(0.5, r["run_cpu_s"]))
+        factors.append((factor, r))
+        print(json.dumps({"bench": "runtime_model_holdout", "variant": r["variant"],
+                          "sample": r["sample"], "epsilon": r["epsilon"], "seed": r["seed"],
+                          "predicted_rounds": round(run_time.predicted_rounds(r, entry), 1),
+                          "rounds_run": r["rounds_run"], "model_s": round(est, 2),
+                          "run_cpu_s": r["run_cpu_s"], "model_ratio": round(factor, 2),
+                          "loadavg_before": r["loadavg_before"]}), flush=True)
+    worst = max(factors, key=lambda x: x[0])
+    print(json.dumps({"bench": "runtime_model_holdout_summary", "runs": len(factors),
+                      "within_2x": sum(1 for x, _ in factors if x <= 2),
+                      "worst_ratio": round(worst[0], 2),
+                      "worst_run": {k: worst[1][k] for k in ("variant", "sample", "epsilon")}}),
+          flush=True)
+
+
+def read_lines(paths: list[Path], benches: tuple[str, ...]) -> list[dict]:
+    """The JSON lines of ``paths`` whose ``bench`` is one of ``benches``."""
+    rows = [json.loads(line) for path in paths
+            for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r.get("bench") in benches]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--refit", type=Path, nargs="+",
                     help="fit from recorded JSON lines (files), run nothing")
+    ap.add_argument("--check", type=Path, nargs="+",
+                    help="runs not used in the fit (recorded JSON lines): the shipped "
+                         "calibration's estimate of each against its CPU seconds; runs nothing")
     ap.add_argument("--samples", nargs="+", default=list(SAMPLES))
     ap.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     ap.add_argument("--variants", nargs="*", default=[])
@@ -254,9 +295,10 @@ def main() -> None:
         print(json.dumps(one_run(json.loads(args.one))))
         return
     if args.refit:
-        rows = [json.loads(line) for path in args.refit
-                for line in path.read_text().splitlines() if line.strip()]
-        report([r for r in rows if r.get("bench") in ("runtime_model", "runtime_model_timeout")])
+        report(read_lines(args.refit, ("runtime_model", "runtime_model_timeout")))
+        return
+    if args.check:
+        holdout(read_lines(args.check, ("runtime_model",)))
         return
     records = []
     for spec in specs(args.samples, args.epsilons, args.variants, args.seed, args.settings):

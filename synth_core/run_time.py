@@ -48,7 +48,7 @@ WORKLOAD_SCALE = 10_000
 
 #: a variant without its own calibration uses its family's (same algorithm)
 FAMILY = {"gem-pub": "gem", "vgem-pub": "gem", "vpmw": "pmw-pub", "vjam-pgm": "jam-pgm",
-          "aim+conditional": "aim"}
+          "aim+conditional": "aim", "vjam-pgm+conditional": "vjam-pgm"}
 
 _loaded: dict | None = None
 
@@ -119,12 +119,20 @@ def calibration_entry(features: dict, calibration: dict | None = None) -> dict:
     """The calibrated constants of the run's mechanism (or of its family, see
     :data:`FAMILY`); ConfigError when there are none."""
     models = (calibration or load_calibration())["models"]
-    key = model_key(features)
-    entry = models.get(key) or models.get(FAMILY.get(key, features["mechanism"]))
-    if entry is None:
-        raise ConfigError(f"No run-time calibration for {model_key(features)}.",
-                          hint="Run: PYTHONPATH=$PWD python benchmarks/runtime_model.py")
-    return entry
+    for name in family_chain(model_key(features), features["mechanism"]):
+        if name in models:
+            return models[name]
+    raise ConfigError(f"No run-time calibration for {model_key(features)}.",
+                      hint="Run: PYTHONPATH=$PWD python benchmarks/runtime_model.py")
+
+
+def family_chain(key: str, mechanism: str) -> list[str]:
+    """The calibration entries tried for ``key``, in order: its own, its family's
+    (:data:`FAMILY`), that family's, ..., then the plain mechanism's."""
+    chain = [key]
+    while chain[-1] in FAMILY and FAMILY[chain[-1]] not in chain:
+        chain.append(FAMILY[chain[-1]])
+    return chain + [mechanism]
 
 
 def load_calibration() -> dict:
@@ -211,11 +219,12 @@ def at_defaults(record: dict) -> bool:
 
 def family_knows_more(key: str, records: list[dict], groups: dict) -> bool:
     """Whether a variant measured on one table only should use its family's
-    constants instead (the family was measured on more tables)."""
-    family = FAMILY.get(key)
-    tables = {r["rows"] for r in records}
-    return (family in groups and len(tables) == 1
-            and len({r["rows"] for r in groups[family]}) > 1)
+    constants instead (a mechanism along its :func:`family_chain` was measured
+    on more tables)."""
+    if len({r["rows"] for r in records}) > 1:
+        return False
+    return any(len({r["rows"] for r in groups.get(name, ())}) > 1
+               for name in family_chain(key, key.partition("+")[0])[1:])
 
 
 def fit_calibration(records: list[dict]) -> dict:

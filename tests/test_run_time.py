@@ -61,6 +61,31 @@ def test_adaptive_rounds_fit_recovers_k_and_p():
     assert one["rounds_q"] == 0.0 and one["rounds_p"] == pytest.approx(0.5, abs=0.05)
 
 
+def synthetic_run(mechanism: str, rows: int, seconds: float, conditional: bool = False) -> dict:
+    """A measured-run record of a fixed-rounds mechanism (what the fit reads)."""
+    return {"mechanism": mechanism, "conditional": conditional, "epsilon": 1.0, "rows": rows,
+            "columns": 6, "cells": 43, "workload_cells": 5000, "planned_rounds": 30,
+            "round_fit_iters": 100, "final_fit_iters": 1000, "rounds_run": 30,
+            "run_cpu_s": seconds}
+
+
+def test_a_variant_measured_on_one_table_takes_the_constants_of_a_family_measured_on_more():
+    """vJAM-PGM and its conditional variant measured on one table, JAM-PGM on
+    two: both variants use JAM-PGM's constants (the conditional one two steps
+    along its family chain), which separate the tables."""
+    # JAM-PGM's seconds: 1/30 s per round and 10,000 rows (the rows term alone)
+    runs = [synthetic_run("jam-pgm", 1000, 1.1), synthetic_run("jam-pgm", 30000, 4.0),
+            synthetic_run("vjam-pgm", 1000, 1.0),
+            synthetic_run("vjam-pgm", 1000, 1.0, conditional=True)]
+    calibration = run_time.fit_calibration(runs)
+    assert set(calibration["models"]) == {"jam-pgm"}
+    big = synthetic_run("vjam-pgm", 30000, 0.0, conditional=True)
+    assert run_time.estimate_from_features(big, calibration) == pytest.approx(4.0, rel=1e-6)
+    # measured on two tables itself: its own constants
+    runs.append(synthetic_run("vjam-pgm", 30000, 20.0))
+    assert set(run_time.fit_calibration(runs)["models"]) == {"jam-pgm", "vjam-pgm"}
+
+
 def test_calibration_file_is_the_fit_of_the_committed_runs():
     """The package's calibration is what the benchmark fits on the committed
     measurements (recalibration is the one benchmark command)."""
@@ -71,18 +96,32 @@ def test_calibration_file_is_the_fit_of_the_committed_runs():
         assert shipped["models"][key]["coef"] == pytest.approx(entry["coef"], rel=1e-6), key
 
 
-#: mechanisms not measured (GEM-Pub, vGEM-Pub: no time under the load) or measured at the
-#: defaults on one table only (vJAM-PGM): they use their family's constants
-BY_FAMILY = {"gem-pub", "vgem-pub", "vjam-pgm"}
-
-
-def test_every_mechanism_and_the_conditional_variant_have_constants():
+def calibration_keys() -> list[str]:
+    """The calibration key of every mechanism in MECHANISMS and of the
+    conditional variant of each that declares one."""
     from synth_core.mechanisms import MECHANISMS
+    return [run_time.model_key({"mechanism": name, "conditional": conditional})
+            for name, cls in MECHANISMS.items()
+            for conditional in (False, True)[:1 + bool(cls.capabilities.conditional)]]
+
+
+def test_calibration_covers_every_mechanism_and_conditional_variant():
+    """Every mechanism the app offers has constants, its own or (for a variant
+    listed in FAMILY) its family's: a mechanism added to MECHANISMS without
+    measured constants fails here."""
     models = run_time.load_calibration()["models"]
-    assert (set(MECHANISMS) - BY_FAMILY) | {"aim+conditional"} <= set(models)
-    for name in BY_FAMILY:
-        entry = run_time.calibration_entry({"mechanism": name, "conditional": False})
-        assert entry is models[run_time.FAMILY[name]]
+    keys = calibration_keys()
+    assert {"aim", "aim+conditional", "vjam-pgm+conditional", "gem"} <= set(keys)
+    for key in keys:
+        mechanism, _, variant = key.partition("+")
+        entry = run_time.calibration_entry({"mechanism": mechanism, "conditional": bool(variant)})
+        own = [name for name in run_time.family_chain(key, mechanism) if name in models]
+        assert entry is models[own[0]], key
+        assert len(entry["coef"]) == len(run_time.TERMS) and min(entry["coef"]) >= 0, key
+    # a variant without its own constants takes its family's, along the chain
+    only_jam = {"models": {"jam-pgm": models["jam-pgm"]}}
+    assert run_time.calibration_entry({"mechanism": "vjam-pgm", "conditional": True},
+                                      only_jam) is models["jam-pgm"]
     with pytest.raises(ConfigError, match="No run-time calibration"):
         run_time.calibration_entry({"mechanism": "aim"}, {"models": {}})
 
