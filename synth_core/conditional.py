@@ -63,8 +63,9 @@ import pandas as pd
 
 from .engine import PUBLIC, Candidate, RunState
 from .errors import ConfigError
-from .inference import ModelMarginals
+from .inference import ModelMarginals, sample_records
 from .model import FittedModel, model_size_mb
+from .pattern_model import PatternEstimator, PatternModel, PublicPatterns
 from .workload import Workload
 
 Clique = tuple[str, ...]
@@ -76,6 +77,11 @@ SAMPLING_BLOCK_CELLS = 2 ** 23
 #: doc) or ``"iid"`` (an independent draw per record).
 CONDITIONAL_SAMPLING = "systematic"
 SAMPLING_METHODS = ("systematic", "iid")
+#: The model a conditional run fits: ``"patterns"`` (the private columns given
+#: each public pattern, :mod:`synth_core.pattern_model`, where it is small) or
+#: ``"joint"`` (a Private-PGM model of every column, with the conditioning marginals).
+CONDITIONAL_MODEL = "patterns"
+CONDITIONAL_MODELS = ("patterns", "joint")
 #: Default bound (MB of junction tree) on the exact public marginals a
 #: conditional model is fitted with.
 CONDITION_MAX_MB = 5.0
@@ -199,6 +205,7 @@ class ConditionalSetup:
     base_mb: float = 0.0
     workload: Workload | None = None
     warnings: list = field(default_factory=list)
+    model: str = field(default_factory=lambda: CONDITIONAL_MODEL)
 
     @staticmethod
     def create(name: str, public_columns, conditional: bool, condition_max_mb: float,
@@ -244,7 +251,22 @@ class ConditionalSetup:
         self.base_mb = model_size_mb(sizes, self.kept)
         state.estimator.oracle = self.fit_oracle(state.estimator.oracle,
                                                  state.estimator.max_iters)
+        self._use_patterns(state)
         return self.workload
+
+    def _use_patterns(self, state: RunState) -> None:
+        """Fit pattern models (:mod:`synth_core.pattern_model`) when ``model`` asks for
+        them and the table holds its public columns' codes (the memory backend); only
+        the public columns are read."""
+        if self.model not in CONDITIONAL_MODELS:
+            raise ConfigError(f"Unknown conditional model {self.model!r}.",
+                              hint="Use one of: " + ", ".join(CONDITIONAL_MODELS) + ".")
+        codes = getattr(state.data.private, "data", None)
+        if self.model != "patterns" or not isinstance(codes, Mapping):
+            return
+        patterns = PublicPatterns.of({c: codes[c] for c in self.public_columns},
+                                     self.public_columns)
+        state.estimator = PatternEstimator.replacing(state.estimator, patterns)
 
     def fit_oracle(self, default: str, fit_iters: int) -> str:
         """Hugin when many exact conditioning marginals enter short fits, else ``default``.
@@ -296,10 +318,34 @@ def generate_conditionally(model: FittedModel, codes: pd.DataFrame, public: Sequ
                            rng: np.random.Generator,
                            method: str = CONDITIONAL_SAMPLING) -> pd.DataFrame:
     """Synthetic codes: each record's public codes kept, its private codes drawn from the model."""
-    drawn = sample_private_given_public(model.marginals, {c: codes[c].to_numpy() for c in public},
-                                        rng, method=method)
+    public_codes = {c: codes[c].to_numpy() for c in public}
+    if isinstance(model, PatternModel):
+        drawn = generate_from_patterns(model, public_codes, rng, method)
+    else:
+        drawn = sample_private_given_public(model.marginals, public_codes, rng, method=method)
     return pd.DataFrame({c: np.asarray(drawn[c] if c in drawn else codes[c].to_numpy(),
                                        dtype=np.int64) for c in model.sizes})
+
+
+def generate_from_patterns(model: PatternModel, public_codes: Mapping[str, np.ndarray],
+                           rng: np.random.Generator,
+                           method: str = CONDITIONAL_SAMPLING) -> dict[str, np.ndarray]:
+    """Private codes of every record from a pattern model: the evidence columns ``U``
+    from the record's pattern's ``r_k(x_U)`` (the records of a pattern drawn together
+    by systematic sampling, or independently with ``"iid"``), then the other private
+    columns from the base model ``q(. | x_U)`` (:func:`sample_private_given_public`
+    with ``x_U`` as the evidence)."""
+    structure = model.structure
+    rows = structure.patterns.of_records(public_codes)
+    U = structure.U
+    if not U:
+        drawn = sample_records(model.base, len(rows), rng)
+    else:
+        points = systematic_points(rows, rng) if method == "systematic" else rng.random(len(rows))
+        flat = _draw(model.weights, points, rows)
+        drawn = dict(zip(U, np.unravel_index(flat, structure.u_shape)))
+        drawn.update(sample_private_given_public(model.base, drawn, rng, method=method))
+    return {c: np.asarray(drawn[c], dtype=np.int64) for c in structure.private_sizes}
 
 
 def _flat_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:

@@ -57,7 +57,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     5: ("backends.memory", "backends.duckdb_backend", "backends.spark_backend",
         "backends.counting"),
     6: ("backends.inputs", "backends"),
-    7: ("engine", "conditional", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
+    7: ("engine", "conditional", "pattern_model", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",
         "mechanisms.mst", "mechanisms.privbayes", "mechanisms.independent",
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",
