@@ -150,6 +150,22 @@ def conditioning_marginals(workload: Workload, public: Sequence[str], sizes: Map
     return kept, dropped
 
 
+def public_codes_of(private, columns: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """Every record's codes of the public ``columns``: held by the memory backend's
+    table, loaded (these columns only) by an engine backend; ``None`` for a counter
+    that offers neither."""
+    data = getattr(private, "data", None)
+    if isinstance(data, Mapping):
+        return {c: data[c] for c in columns}
+    schema = getattr(private, "schema", None)
+    if not hasattr(private, "record_values") or schema is None:
+        return None
+    values = private.record_values(list(columns))
+    codes = schema.project(list(columns)).encode(values, table_name=private.name,
+                                                 role="private table")
+    return {c: codes[c].to_numpy() for c in columns}
+
+
 def check_conditional_split(columns: Sequence[str], public: Sequence[str], name: str) -> None:
     """Conditional generation needs at least one public and one private column."""
     if not public:
@@ -256,17 +272,15 @@ class ConditionalSetup:
 
     def _use_patterns(self, state: RunState) -> None:
         """Fit pattern models (:mod:`synth_core.pattern_model`) when ``model`` asks for
-        them and the table holds its public columns' codes (the memory backend); only
-        the public columns are read."""
+        them; only the public columns' codes are read (:func:`public_codes_of`)."""
         if self.model not in CONDITIONAL_MODELS:
             raise ConfigError(f"Unknown conditional model {self.model!r}.",
                               hint="Use one of: " + ", ".join(CONDITIONAL_MODELS) + ".")
-        codes = getattr(state.data.private, "data", None)
-        if self.model != "patterns" or not isinstance(codes, Mapping):
-            return
-        patterns = PublicPatterns.of({c: codes[c] for c in self.public_columns},
-                                     self.public_columns)
-        state.estimator = PatternEstimator.replacing(state.estimator, patterns)
+        codes = public_codes_of(state.data.private, self.public_columns) \
+            if self.model == "patterns" else None
+        if codes is not None:
+            patterns = PublicPatterns.of(codes, self.public_columns)
+            state.estimator = PatternEstimator.replacing(state.estimator, patterns)
 
     def fit_oracle(self, default: str, fit_iters: int) -> str:
         """Hugin when many exact conditioning marginals enter short fits, else ``default``.
