@@ -46,7 +46,20 @@ every conditioning marginal at 25% and 50% public columns of Adult; at 75%
 another: education x occupation, which doubles the tree, for workclass x
 native-country), and every fit of the run is that much smaller.
 
-**Fit oracle.** The rounds' fits of vJAM-PGM (100 iterations), and of
+**The fitted model.** By default (:data:`CONDITIONAL_MODEL` ``"patterns"``)
+a conditional run fits a *pattern model* (:mod:`synth_core.pattern_model`):
+the public columns' empirical distribution, exact, and the private columns
+given each distinct public pattern. Only the measurements with a private
+column enter that fit (the conditioning marginals hold exactly under the
+empirical distribution); its size grows with the patterns times the private
+columns the public-reading cliques touch, not with the public columns'
+junction tree, and nothing is compiled. The conditioning marginals are still
+measured (free) and reported, and set the size limit's starting point. Where
+a pattern model would be large (:data:`~synth_core.pattern_model.PATTERN_MAX_CELLS`)
+or with ``"joint"``, the run fits the joint Private-PGM model of every column
+with the conditioning marginals, as below.
+
+**Fit oracle** (joint models). The rounds' fits of vJAM-PGM (100 iterations), and of
 conditional runs with many conditioning marginals whose fits are short, use
 Hugin message passing; fits of :data:`IMPLICIT_FROM_FIT_ITERS` iterations or
 more (AIM's 1,000, every final fit) choose it by model size (see

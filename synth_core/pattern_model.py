@@ -107,12 +107,6 @@ class PublicPatterns:
         return found
 
 
-def segment_sum(index: np.ndarray, values: np.ndarray, bins: int) -> np.ndarray:
-    """``out[e, j] = sum_{k: index[k] = e} values[k, j]`` (one ``bincount`` per column)."""
-    return np.stack([np.bincount(index, weights=values[:, j], minlength=bins)
-                     for j in range(values.shape[1])], axis=1)
-
-
 class PatternStructure:
     """The plan of a pattern model for one set of fitted cliques (see the module doc)."""
 
@@ -130,15 +124,16 @@ class PatternStructure:
         base = self.free + ([self.U] if self.U else [])
         base += [(c,) for c in self.private_sizes if not any(c in cl for cl in base)]
         self.oracle = TreeOracle(self.private_sizes, base)
-        # per evidence clique: its pattern rows and the layout (E, Q in U's order)
-        self._gather = {}
+        # per evidence clique: its pattern rows and its layout (E, Q in U's order);
+        # the cliques are grouped by their private part Q
+        self._groups: dict[Clique, list] = {}
         for cl in self.evidence:
             E = tuple(c for c in cl if c in public)
             Q = tuple(c for c in self.U if c in cl)
-            perm = [cl.index(c) for c in E + Q]
-            self._gather[cl] = (patterns.index(E, self.sizes), perm, cells(self.sizes, E),
-                                [self.sizes[c] if c in Q else 1 for c in self.U])
-        self._index: dict[Clique, np.ndarray] = {}
+            self._groups.setdefault(Q, []).append(
+                (cl, patterns.index(E, self.sizes), [cl.index(c) for c in E + Q],
+                 cells(self.sizes, E)))
+        self._index: dict[Clique, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @property
     def evidence_cells(self) -> int:
@@ -151,38 +146,57 @@ class PatternStructure:
 
     def pattern_weights(self, theta: Mapping[Clique, np.ndarray], base: ModelMarginals
                         ) -> np.ndarray:
-        """``w_k r_k(x_U)``, shape ``(K, |U|)`` (each row sums to its pattern's weight)."""
+        """``w_k r_k(x_U)``, shape ``(K, |U|)`` (each row sums to its pattern's weight).
+
+        Per private part ``Q`` the evidence ``exp(sum theta_C(e_C(k), x_Q))`` is formed
+        on ``K x |Q|`` cells (scaled to max 1 per pattern), then multiplied into ``q(x_U)``.
+        """
         K = len(self.patterns)
-        log = np.zeros((K,) + self.u_shape)
-        for cl in self.evidence:
-            rows, perm, e_cells, shape = self._gather[cl]
-            table = np.transpose(theta[cl], perm).reshape(e_cells, -1)
-            log += table[rows].reshape((K,) + tuple(shape))
-        log = log.reshape(K, -1)
-        log -= log.max(axis=1, keepdims=True)
-        p = np.exp(log, out=log)
-        if self.U:
-            p *= base.probability(self.U).reshape(1, -1)
-        mass = p.sum(axis=1)
+        p = np.broadcast_to(base.probability(self.U) if self.U else np.ones(()),
+                            (K,) + self.u_shape).copy()
+        for Q, members in self._groups.items():
+            log = np.zeros((K, cells(self.sizes, Q)))
+            for cl, rows, perm, e_cells in members:
+                log += np.transpose(theta[cl], perm).reshape(e_cells, -1)[rows]
+            log -= log.max(axis=1, keepdims=True)
+            p *= np.exp(log).reshape((K,) + tuple(self.sizes[c] if c in Q else 1
+                                                  for c in self.U))
+        p = p.reshape(K, -1)
+        mass = np.einsum("ku->k", p)  # a row sum (faster than ndarray.sum on short rows)
         p *= (self.patterns.weights / np.where(mass > 0, mass, 1.0))[:, None]
         return p
 
-    def index(self, E: Clique) -> np.ndarray:
+    def grouping(self, E: Clique) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The patterns sorted by their code on ``E``, where each code's run starts, and the codes."""
         if E not in self._index:
-            self._index[E] = self.patterns.index(E, self.sizes)
+            index = self.patterns.index(E, self.sizes)
+            order = np.argsort(index, kind="stable")
+            starts = np.flatnonzero(np.r_[True, np.diff(index[order]) != 0])
+            self._index[E] = (order, starts, index[order][starts])
         return self._index[E]
 
+    def by_public(self, E: Clique, values: np.ndarray) -> np.ndarray:
+        """``out[e] = sum of values[k] over the patterns k with code e on E`` (rows)."""
+        if not E:
+            return np.einsum("ku->u", values.reshape(len(values), -1)).reshape(
+                (1,) + values.shape[1:])
+        order, starts, codes = self.grouping(E)
+        out = np.zeros((cells(self.sizes, E),) + values.shape[1:])
+        out[codes] = np.add.reduceat(values[order], starts, axis=0)
+        return out
+
     def counts(self, clique: Sequence[str], weights: np.ndarray, base: ModelMarginals,
-               total: float, by_public: dict | None = None) -> np.ndarray:
-        """``M_r`` shaped by ``clique``'s sizes, summing to ``total`` (``by_public``
-        caches ``R_E`` per public part across calls)."""
+               total: float, cache: dict | None = None) -> np.ndarray:
+        """``M_r`` shaped by ``clique``'s sizes, summing to ``total`` (``cache`` keeps
+        ``R_E`` and the weights summed to parts of ``U`` across calls)."""
         clique = tuple(clique)
+        cache = {} if cache is None else cache
         public = set(self.patterns.columns)
         E = tuple(c for c in clique if c in public)
         keep = tuple(c for c in self.U if c in clique)
         rest = tuple(c for c in clique if c not in public and c not in self.U)
         if rest:
-            RE = self._by_public(E, weights, by_public)               # (e, |U|)
+            RE = self._cached(cache, ("E", E), lambda: self.by_public(E, weights))
             joint = base.probability(self.U + rest).reshape(RE.shape[1], -1)
             qU = joint.sum(axis=1, keepdims=True)
             cond = np.divide(joint, qU, out=np.zeros_like(joint), where=qU > 0)
@@ -193,25 +207,27 @@ class PatternStructure:
                               RE.reshape((-1,) + self.u_shape),
                               cond.reshape(self.u_shape + tuple(self.sizes[c] for c in rest)))
         else:
-            reduced = weights.reshape((-1,) + self.u_shape)
-            drop = tuple(1 + i for i, c in enumerate(self.U) if c not in keep)
-            reduced = reduced.sum(axis=drop).reshape(len(self.patterns), -1) if drop \
-                else reduced.reshape(len(self.patterns), -1)
-            table = segment_sum(self.index(E), reduced, cells(self.sizes, E)) if E \
-                else reduced.sum(axis=0, keepdims=True)
+            reduced = self._cached(cache, ("keep", keep), lambda: self._summed_to(weights, keep))
+            table = self.by_public(E, reduced)
         labels = E + keep + rest
         table = table.reshape([self.sizes[c] for c in labels])
         scale = total / max(float(self.patterns.weights.sum()), 1e-300)
         return np.transpose(table, [labels.index(c) for c in clique]) * scale
 
-    def _by_public(self, E: Clique, weights: np.ndarray, cache: dict | None) -> np.ndarray:
-        if cache is not None and E in cache:
-            return cache[E]
-        RE = segment_sum(self.index(E), weights, cells(self.sizes, E)) if E \
-            else weights.sum(axis=0, keepdims=True)
-        if cache is not None:
-            cache[E] = RE
-        return RE
+    @staticmethod
+    def _cached(cache: dict, key, compute):
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
+
+    def _summed_to(self, weights: np.ndarray, keep: Clique) -> np.ndarray:
+        """The ``(K, |U|)`` weights summed over the columns of ``U`` not in ``keep``."""
+        if keep == self.U:
+            return weights
+        axes = _LETTERS[1:1 + len(self.U)]
+        kept = "".join(a for a, c in zip(axes, self.U) if c in keep)
+        table = np.einsum(f"k{axes}->k{kept}", weights.reshape((-1,) + self.u_shape))
+        return table.reshape(len(self.patterns), -1)
 
     def __call__(self, theta: Mapping[Clique, np.ndarray], total: float
                  ) -> dict[Clique, np.ndarray]:
@@ -238,7 +254,7 @@ class PatternModel:
     def __post_init__(self):
         self.base = self.structure.base_model(self.potentials)
         self.weights = self.structure.pattern_weights(self.potentials, self.base)
-        self._by_public: dict = {}
+        self._cache: dict = {}
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -255,7 +271,7 @@ class PatternModel:
     def counts(self, clique: Sequence[str]) -> np.ndarray:
         """``M_r(p)``, flattened like a data marginal."""
         return self.structure.counts(clique, self.weights, self.base, self.total,
-                                     self._by_public).reshape(-1)
+                                     self._cache).reshape(-1)
 
     def counts_many(self, cliques: Sequence[Sequence[str]]) -> dict[Clique, np.ndarray]:
         return {tuple(cl): self.counts(cl) for cl in dict.fromkeys(tuple(c) for c in cliques)}
