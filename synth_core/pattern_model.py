@@ -154,17 +154,63 @@ class PatternStructure:
         K = len(self.patterns)
         p = np.broadcast_to(base.probability(self.U) if self.U else np.ones(()),
                             (K,) + self.u_shape).copy()
-        for Q, members in self._groups.items():
-            log = np.zeros((K, cells(self.sizes, Q)))
-            for cl, rows, perm, e_cells in members:
-                log += np.transpose(theta[cl], perm).reshape(e_cells, -1)[rows]
-            log -= log.max(axis=1, keepdims=True)
-            p *= np.exp(log).reshape((K,) + tuple(self.sizes[c] if c in Q else 1
-                                                  for c in self.U))
+        for Q in self._groups:
+            p *= self.evidence_table(theta, Q).reshape(
+                (K,) + tuple(self.sizes[c] if c in Q else 1 for c in self.U))
         p = p.reshape(K, -1)
         mass = np.einsum("ku->k", p)  # a row sum (faster than ndarray.sum on short rows)
         p *= (self.patterns.weights / np.where(mass > 0, mass, 1.0))[:, None]
         return p
+
+    def evidence_table(self, theta: Mapping[Clique, np.ndarray], Q: Clique) -> np.ndarray:
+        """``exp(sum_{C in D, Q_C = Q} theta_C(e_C(k), x_Q))``, ``(K, |Q|)``, each row
+        scaled to max 1."""
+        log = np.zeros((len(self.patterns), cells(self.sizes, Q)))
+        for cl, rows, perm, e_cells in self._groups[Q]:
+            log += np.transpose(theta[cl], perm).reshape(e_cells, -1)[rows]
+        log -= log.max(axis=1, keepdims=True)
+        return np.exp(log, out=log)
+
+    @property
+    def two_parts(self) -> bool:
+        """Whether the evidence falls on two disjoint private parts that make up ``U``
+        (then the fit never forms ``K x |U|`` tables, see :meth:`_two_part_counts`)."""
+        parts = list(self._groups)
+        return len(parts) == 2 and not set(parts[0]) & set(parts[1])
+
+    def _two_part_counts(self, theta: Mapping[Clique, np.ndarray], base: ModelMarginals,
+                         total: float) -> dict[Clique, np.ndarray]:
+        """The oracle with evidence ``a_k(x_G) b_k(x_H)`` on disjoint parts ``U = G + H``:
+        ``r_k(g, h) = a_k(g) q(g, h) b_k(h) / Z_k``. Per pattern only the parts'
+        marginals are formed, ``a_k (q b_k) / Z_k`` and ``b_k (q^T a_k) / Z_k``; the
+        sum over patterns of ``w_k r_k`` is ``q * sum_k (w_k / Z_k) a_k b_k^T``."""
+        G, H = self._groups
+        a, b = self.evidence_table(theta, G), self.evidence_table(theta, H)
+        q = base.probability(G + H).reshape(a.shape[1], b.shape[1])
+        # two-operand einsums, not matmul: BLAS threads stall on a busy machine
+        qb = np.einsum("kh,gh->kg", b, q)                 # sum_h q(g, h) b_k(h)
+        scale = self.patterns.weights / np.maximum(np.einsum("kg,kg->k", a, qb), 1e-300)
+        a_scaled = a * scale[:, None]
+        parts = {G: a_scaled * qb, H: b * np.einsum("kg,gh->kh", a_scaled, q)}
+        summed = q * np.einsum("kg,kh->gh", a_scaled, b)
+        labels = G + H
+        summed = np.transpose(summed.reshape([self.sizes[c] for c in labels]),
+                              [labels.index(c) for c in self.U]).reshape(1, -1)
+        public = set(self.patterns.columns)
+        out, cache = {}, {("E", ()): summed}
+        for cl in self.cliques:
+            E = tuple(c for c in cl if c in public)
+            keep = tuple(c for c in self.U if c in cl)
+            if E and keep in parts:
+                table, labels = self.by_public(E, parts[keep]), E + keep
+                table = table.reshape([self.sizes[c] for c in labels])
+                out[cl] = np.transpose(table, [labels.index(c) for c in cl]) * (
+                    total / max(float(self.patterns.weights.sum()), 1e-300))
+            elif not E:
+                out[cl] = self.counts(cl, None, base, total, cache)
+            else:
+                return {}
+        return out
 
     def grouping(self, E: Clique) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The patterns sorted by their code on ``E``, where each code's run starts, and the codes."""
@@ -206,6 +252,9 @@ class PatternStructure:
             table = np.einsum(f"a{u_axes},{u_axes}{r_axes}->{out_axes}",
                               RE.reshape((-1,) + self.u_shape),
                               cond.reshape(self.u_shape + tuple(self.sizes[c] for c in rest)))
+        elif not E:
+            summed = self._cached(cache, ("E", ()), lambda: self.by_public((), weights))
+            table = self._summed_to(summed, keep)
         else:
             reduced = self._cached(cache, ("keep", keep), lambda: self._summed_to(weights, keep))
             table = self.by_public(E, reduced)
@@ -227,12 +276,16 @@ class PatternStructure:
         axes = _LETTERS[1:1 + len(self.U)]
         kept = "".join(a for a, c in zip(axes, self.U) if c in keep)
         table = np.einsum(f"k{axes}->k{kept}", weights.reshape((-1,) + self.u_shape))
-        return table.reshape(len(self.patterns), -1)
+        return table.reshape(len(weights), -1)
 
     def __call__(self, theta: Mapping[Clique, np.ndarray], total: float
                  ) -> dict[Clique, np.ndarray]:
         """The fit's oracle: ``M_C`` of every fitted clique."""
         base = self.base_model(theta)
+        if self.two_parts:
+            out = self._two_part_counts(theta, base, total)
+            if out:
+                return out
         weights = self.pattern_weights(theta, base)
         cache: dict = {}
         return {cl: self.counts(cl, weights, base, total, cache) for cl in self.cliques}
