@@ -25,7 +25,7 @@ the structure a traced conditional run had after ``--upto`` rounds (its
 conditioning marginals under ``--condition-max-mb``, exact; the private 1-ways
 and the traced cliques with Gaussian noise of std 30), fitted cold (compile
 included) and again warm-started (the compiled program reused) with
-``--iters`` iterations, once per ``--oracles``::
+``--iters`` iterations, once per ``--oracles`` (``numpy``: the numpy path)::
 
     python benchmarks/vertical_speed.py --fit-costs benchmarks/results/vertical_adult/traces/0.75_conditional-aim_1_0_ae17d4.jsonl --upto 14 --condition-max-mb 10 5
 """
