@@ -25,7 +25,7 @@ the structure a traced conditional run had after ``--upto`` rounds (its
 conditioning marginals under ``--condition-max-mb``, exact; the private 1-ways
 and the traced cliques with Gaussian noise of std 30), fitted cold (compile
 included) and again warm-started (the compiled program reused) with
-``--iters`` iterations, once per ``--oracles``::
+``--iters`` iterations, once per ``--oracles`` (``numpy``: the numpy path)::
 
     python benchmarks/vertical_speed.py --fit-costs benchmarks/results/vertical_adult/traces/0.75_conditional-aim_1_0_ae17d4.jsonl --upto 14 --condition-max-mb 10 5
 """
@@ -158,13 +158,15 @@ def fit_cost(trace: Path, upto: int, oracle: str, condition_max_mb: float, iters
     meas += [noisy((c,)) for c in sizes if c not in public]
     events = [json.loads(l) for l in trace.read_text().splitlines()]
     meas += [noisy(tuple(e["cliques"][0])) for e in events if 0 < e["round"] <= upto]
-    est = PGMEstimator(sizes, max_iters=iters, tol=1e-4, oracle=oracle, path="jax")
+    path, oracle = ("numpy", "auto") if oracle == "numpy" else ("jax", oracle)
+    est = PGMEstimator(sizes, max_iters=iters, tol=1e-4, oracle=oracle, path=path)
     start = time.process_time()
     model = est.fit(meas, float(private.n))
     cold = time.process_time() - start
     est.fit(meas, float(private.n), warm=model)
     warm = time.process_time() - start - cold
-    return dict(bench="vertical-fit-cost", trace=trace.name, upto=upto, oracle=est.last_oracle,
+    return dict(bench="vertical-fit-cost", trace=trace.name, upto=upto,
+                oracle=est.last_oracle if path == "jax" else "numpy",
                 condition_max_mb=condition_max_mb, conditioning_marginals=len(kept),
                 model_mb=round(model_size_mb(sizes, [m.clique for m in meas]), 2), iters=iters,
                 cold_cpu_seconds=round(cold, 2), warm_cpu_seconds=round(warm, 2),

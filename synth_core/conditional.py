@@ -46,7 +46,20 @@ every conditioning marginal at 25% and 50% public columns of Adult; at 75%
 another: education x occupation, which doubles the tree, for workclass x
 native-country), and every fit of the run is that much smaller.
 
-**Fit oracle.** The rounds' fits of vJAM-PGM (100 iterations), and of
+**The fitted model.** By default (:data:`CONDITIONAL_MODEL` ``"patterns"``)
+a conditional run fits a *pattern model* (:mod:`synth_core.pattern_model`):
+the public columns' empirical distribution, exact, and the private columns
+given each distinct public pattern. Only the measurements with a private
+column enter that fit (the conditioning marginals hold exactly under the
+empirical distribution); its size grows with the patterns times the private
+columns the public-reading cliques touch, not with the public columns'
+junction tree, and nothing is compiled. The conditioning marginals are still
+measured (free) and reported, and set the size limit's starting point. Where
+a pattern model would be large (:data:`~synth_core.pattern_model.PATTERN_MAX_CELLS`)
+or with ``"joint"``, the run fits the joint Private-PGM model of every column
+with the conditioning marginals, as below.
+
+**Fit oracle** (joint models). The rounds' fits of vJAM-PGM (100 iterations), and of
 conditional runs with many conditioning marginals whose fits are short, use
 Hugin message passing; fits of :data:`IMPLICIT_FROM_FIT_ITERS` iterations or
 more (AIM's 1,000, every final fit) choose it by model size (see
@@ -63,8 +76,9 @@ import pandas as pd
 
 from .engine import PUBLIC, Candidate, RunState
 from .errors import ConfigError
-from .inference import ModelMarginals
+from .inference import ModelMarginals, sample_records
 from .model import FittedModel, model_size_mb
+from .pattern_model import PatternEstimator, PatternModel, PublicPatterns
 from .workload import Workload
 
 Clique = tuple[str, ...]
@@ -76,6 +90,11 @@ SAMPLING_BLOCK_CELLS = 2 ** 23
 #: doc) or ``"iid"`` (an independent draw per record).
 CONDITIONAL_SAMPLING = "systematic"
 SAMPLING_METHODS = ("systematic", "iid")
+#: The model a conditional run fits: ``"patterns"`` (the private columns given
+#: each public pattern, :mod:`synth_core.pattern_model`, where it is small) or
+#: ``"joint"`` (a Private-PGM model of every column, with the conditioning marginals).
+CONDITIONAL_MODEL = "patterns"
+CONDITIONAL_MODELS = ("patterns", "joint")
 #: Default bound (MB of junction tree) on the exact public marginals a
 #: conditional model is fitted with.
 CONDITION_MAX_MB = 5.0
@@ -144,6 +163,22 @@ def conditioning_marginals(workload: Workload, public: Sequence[str], sizes: Map
     return kept, dropped
 
 
+def public_codes_of(private, columns: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """Every record's codes of the public ``columns``: held by the memory backend's
+    table, loaded (these columns only) by an engine backend; ``None`` for a counter
+    that offers neither."""
+    data = getattr(private, "data", None)
+    if isinstance(data, Mapping):
+        return {c: data[c] for c in columns}
+    schema = getattr(private, "schema", None)
+    if not hasattr(private, "record_values") or schema is None:
+        return None
+    values = private.record_values(list(columns))
+    codes = schema.project(list(columns)).encode(values, table_name=private.name,
+                                                 role="private table")
+    return {c: codes[c].to_numpy() for c in columns}
+
+
 def check_conditional_split(columns: Sequence[str], public: Sequence[str], name: str) -> None:
     """Conditional generation needs at least one public and one private column."""
     if not public:
@@ -199,6 +234,7 @@ class ConditionalSetup:
     base_mb: float = 0.0
     workload: Workload | None = None
     warnings: list = field(default_factory=list)
+    model: str = field(default_factory=lambda: CONDITIONAL_MODEL)
 
     @staticmethod
     def create(name: str, public_columns, conditional: bool, condition_max_mb: float,
@@ -244,7 +280,20 @@ class ConditionalSetup:
         self.base_mb = model_size_mb(sizes, self.kept)
         state.estimator.oracle = self.fit_oracle(state.estimator.oracle,
                                                  state.estimator.max_iters)
+        self._use_patterns(state)
         return self.workload
+
+    def _use_patterns(self, state: RunState) -> None:
+        """Fit pattern models (:mod:`synth_core.pattern_model`) when ``model`` asks for
+        them; only the public columns' codes are read (:func:`public_codes_of`)."""
+        if self.model not in CONDITIONAL_MODELS:
+            raise ConfigError(f"Unknown conditional model {self.model!r}.",
+                              hint="Use one of: " + ", ".join(CONDITIONAL_MODELS) + ".")
+        codes = public_codes_of(state.data.private, self.public_columns) \
+            if self.model == "patterns" else None
+        if codes is not None:
+            patterns = PublicPatterns.of(codes, self.public_columns)
+            state.estimator = PatternEstimator.replacing(state.estimator, patterns)
 
     def fit_oracle(self, default: str, fit_iters: int) -> str:
         """Hugin when many exact conditioning marginals enter short fits, else ``default``.
@@ -296,10 +345,34 @@ def generate_conditionally(model: FittedModel, codes: pd.DataFrame, public: Sequ
                            rng: np.random.Generator,
                            method: str = CONDITIONAL_SAMPLING) -> pd.DataFrame:
     """Synthetic codes: each record's public codes kept, its private codes drawn from the model."""
-    drawn = sample_private_given_public(model.marginals, {c: codes[c].to_numpy() for c in public},
-                                        rng, method=method)
+    public_codes = {c: codes[c].to_numpy() for c in public}
+    if isinstance(model, PatternModel):
+        drawn = generate_from_patterns(model, public_codes, rng, method)
+    else:
+        drawn = sample_private_given_public(model.marginals, public_codes, rng, method=method)
     return pd.DataFrame({c: np.asarray(drawn[c] if c in drawn else codes[c].to_numpy(),
                                        dtype=np.int64) for c in model.sizes})
+
+
+def generate_from_patterns(model: PatternModel, public_codes: Mapping[str, np.ndarray],
+                           rng: np.random.Generator,
+                           method: str = CONDITIONAL_SAMPLING) -> dict[str, np.ndarray]:
+    """Private codes of every record from a pattern model: the evidence columns ``U``
+    from the record's pattern's ``r_k(x_U)`` (the records of a pattern drawn together
+    by systematic sampling, or independently with ``"iid"``), then the other private
+    columns from the base model ``q(. | x_U)`` (:func:`sample_private_given_public`
+    with ``x_U`` as the evidence)."""
+    structure = model.structure
+    rows = structure.patterns.of_records(public_codes)
+    U = structure.U
+    if not U:
+        drawn = sample_records(model.base, len(rows), rng)
+    else:
+        points = systematic_points(rows, rng) if method == "systematic" else rng.random(len(rows))
+        flat = _draw(model.weights, points, rows)
+        drawn = dict(zip(U, np.unravel_index(flat, structure.u_shape)))
+        drawn.update(sample_private_given_public(model.base, drawn, rng, method=method))
+    return {c: np.asarray(drawn[c], dtype=np.int64) for c in structure.private_sizes}
 
 
 def _flat_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:

@@ -330,6 +330,7 @@ class Engine(RunLoop):
     def _refit(self, max_iters: int | None = None, tol: float | None = None) -> None:
         st = self.state
         before = st.model
+        self.estimator = st.estimator  # a mechanism may replace it (conditional models)
         st.model = self.estimator.fit([m.to_fit() for m in st.measurements], st.total,
                                       warm=before, max_iters=max_iters, tol=tol)
         self._needs_fit = False

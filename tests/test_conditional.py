@@ -313,8 +313,10 @@ def test_many_conditioning_marginals_switch_the_fits_to_hugin(small_private, sma
     """Many conditioning marginals make the implicit oracle's programs large (see
     ConditionalSetup.fit_oracle): above HUGIN_ABOVE_CONDITIONING of them the fits
     use Hugin; with few, the oracle is chosen by model size as for other runs
-    (the oracle is the compiled path's: forced here, these models are small)."""
+    (the oracle is the compiled path's: forced here, these models are small; on the
+    joint model, which conditional runs fit where a pattern model is not used)."""
     monkeypatch.setenv("SYNTH_FIT_PATH", "jax")
+    monkeypatch.setattr(conditional, "CONDITIONAL_MODEL", "joint")
     few = Synthesizer("aim", epsilon=1.0, seed=0, conditional=True, rounds=3, **FAST)
     list(few.run(small_private, schema=small_schema, public_columns=PUBLIC_COLS))
     kept = few.result.report["conditional_generation"]["conditioning_marginals"]

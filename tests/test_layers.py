@@ -11,7 +11,7 @@ module of synth_core, lowest layer first. A table passed to
      9 services    runner, whatif, experiments, audit (privacy audits of the mechanisms),
                    explain, side_by_side (notes on a run's numbers; real, public, synthetic)
      8 api         api (Synthesizer: configure, prepare the inputs, dispatch, report)
-     7 mechanisms  engine, conditional, mechanisms.*, uncertainty, report, budget,
+     7 mechanisms  engine, conditional, pattern_model, mechanisms.*, uncertainty, report, budget,
                    notebook (live progress, Altair figures, the repeat notebook),
                    run_time (the run-time model)
      6 inputs      backends.inputs (the backend chosen by name, public data handled once),
@@ -57,7 +57,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     5: ("backends.memory", "backends.duckdb_backend", "backends.spark_backend",
         "backends.counting"),
     6: ("backends.inputs", "backends"),
-    7: ("engine", "conditional", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
+    7: ("engine", "conditional", "pattern_model", "mechanisms", "mechanisms.base", "mechanisms.aim", "mechanisms.gem",
         "mechanisms.jam_pgm", "mechanisms.mwem_pgm", "mechanisms.pmw_pub",
         "mechanisms.mst", "mechanisms.privbayes", "mechanisms.independent",
         "mechanisms.public_only", "mechanisms.query_release", "mechanisms.vertical",

@@ -79,7 +79,10 @@ initialisation as *conditioning marginals*, under ``condition_max_mb``
 (:mod:`synth_core.conditional`), so the pool holds private cliques only
 (the score sensitivity stays 2); the size limit grows from their model size.
 Records keep their public values; private values are sampled from the model
-conditioned on them.
+conditioned on them. The model fitted is a pattern model
+(:mod:`synth_core.pattern_model`: the public columns' empirical distribution
+and the private columns given each public pattern) where it is small, else the
+joint Private-PGM model; the fit oracle below concerns joint models only.
 
 **Fit oracle.** The rounds' fits are short (100 steps) and nearly every
 round measures a new clique, so each compiles a new program: they use Hugin,
