@@ -135,7 +135,7 @@ def paired_rows(runs: pd.DataFrame) -> list[dict]:
         mean = statistics.mean(d)
         rows.append({"kind": "paired", "setting": setting_of(data), "dataset": data,
                      "epsilon": float(eps), "seeds": [int(s) for s in seeds],
-                     "diff_mean": mean, "diff_se": se, "diffs": d,
+                     "diff_mean": mean, "diff_se": se, "diffs": [round(x, 4) for x in d],
                      "beyond_noise": None if se is None else abs(mean) > 2 * se,
                      "cpu_ratio": sum(cpu[len(seeds):]) / sum(cpu[:len(seeds)])})
     return rows
