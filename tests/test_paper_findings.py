@@ -213,8 +213,8 @@ def test_paper_setting_maps_each_papers_stated_parameters():
     gem_pub = {m.label: m.options for m in jam["mechanisms"] if m.mechanism == "gem-pub"}
     assert gem_pub == {"gem-pub T=5": {"rounds": 5}, "gem-pub T=150": {"rounds": 150}}
     titanic = reproduce.figure_setting("jam-titanic", "paper")
-    assert [m.options["rounds"] for m in titanic["mechanisms"] if m.mechanism == "gem-pub"] \
-        == [1, 5]
+    assert [(m.label, m.options) for m in titanic["mechanisms"] if m.mechanism == "gem-pub"] \
+        == [("gem-pub T=1", {"rounds": 1}), ("gem-pub T=5", {"rounds": 5}), ("gem-pub", {})]
     vert = reproduce.figure_setting("vertical-adult", "paper")
     assert vert["settings"]["delta"] == 1e-6 and vert["settings"]["rounds"] == 100
     assert vert["per_mechanism"] == {"aim": {"neighbours": "unbounded"}}
