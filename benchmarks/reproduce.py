@@ -150,6 +150,11 @@ def _adult_whole() -> DatasetSpec:
 AIM_MECHANISMS = _plain("aim", "mwem-pgm", "gem", "mst", "privbayes-pgm", "independent")
 #: the workload-agnostic ones, dotted in the paper's figures (dashed in ours)
 AIM_AGNOSTIC = ("mst", "privbayes-pgm", "independent")
+AIM_NOTE = ("The paper's PrivMRF and RAP are not implemented here, nor its Gaussian "
+            "baseline (query answers, no synthetic data): their curves are absent. Panels: "
+            "'all-3way' is Figure 1, 'target' (every 3-way marginal containing the target "
+            "column) Figure 2. docs/experiments.md, 'AIM paper, Figures 1 and 2', lists every "
+            "difference from the paper's setting.")
 
 
 FIGURES = {
@@ -179,12 +184,14 @@ FIGURES = {
         title="AIM paper, Figures 1 and 2: Titanic",
         datasets=lambda: [_titanic_whole()],
         workloads={"all-3way": "all-3way", "target": "target:Survived:3"},
-        mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC),
+        mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC,
+        note=AIM_NOTE),
     "aim-adult": dict(
         title="AIM paper, Figures 1 and 2: Adult",
         datasets=lambda: [_adult_whole()],
         workloads={"all-3way": "all-3way", "target": "target:income>50K:3"},
-        mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC),
+        mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC,
+        note=AIM_NOTE),
 }
 
 
@@ -313,6 +320,20 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
     return rows
 
 
+def cpu_total(figure: str, rows: list[dict]) -> tuple[float, int]:
+    """(sum of the runs' CPU seconds, number of runs) behind the table's rows; a
+    private-only mechanism's runs, shown under every split, count once."""
+    shared = FIGURES[figure].get("private_only", ())
+    seen, total, runs = set(), 0.0, 0
+    for r in rows:
+        key = (r["mechanism"], r["epsilon"], "" if r["mechanism"] in shared else r["dataset"])
+        if key not in seen:
+            seen.add(key)
+            total += r["cpu_seconds"] * r["seeds"]
+            runs += r["seeds"]
+    return total, runs
+
+
 def findings(figure: str, rows: list[dict]) -> list[dict]:
     """The figure's paper's claims, checked as the paper words them on the table's
     rows (benchmarks/paper_findings.py): one dict per claim with its verdict, the
@@ -323,8 +344,13 @@ def findings(figure: str, rows: list[dict]) -> list[dict]:
 def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "default") -> None:
     metric = figure_setting(figure, setting)["metric"]
     title = FIGURES[figure]["title"] + (" (the paper's setting)" if setting == "paper" else "")
+    cpu, n_runs = cpu_total(figure, rows)
     lines = [f"# {title}", "", f"Workload error ({metric}), mean over seeds [min, max]; "
-             "CURATOR-ONLY diagnostics.", ""]
+             "CURATOR-ONLY diagnostics.", "",
+             f"CPU: {cpu:,.0f} s, the sum of the {n_runs} runs' own CPU seconds (each in its "
+             "process, without the process start).", ""]
+    if FIGURES[figure].get("note"):
+        lines += [FIGURES[figure]["note"], ""]
     if FIGURES[figure].get("private_only"):
         lines += [f"{', '.join(FIGURES[figure]['private_only'])} read only the private table, "
                   "which is the same file in every split: they ran once and are repeated in "
