@@ -185,13 +185,13 @@ FIGURES = {
         datasets=lambda: [_titanic_whole()],
         workloads={"all-3way": "all-3way", "target": "target:Survived:3"},
         mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC,
-        note=AIM_NOTE),
+        note=AIM_NOTE, show_cpu=True),
     "aim-adult": dict(
         title="AIM paper, Figures 1 and 2: Adult",
         datasets=lambda: [_adult_whole()],
         workloads={"all-3way": "all-3way", "target": "target:income>50K:3"},
         mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC,
-        note=AIM_NOTE),
+        note=AIM_NOTE, show_cpu=True),
 }
 
 
@@ -265,17 +265,20 @@ def figure_setting(figure: str, setting: str = "default") -> dict:
 
 
 def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
-                 setting: str = "default") -> list[Sweep]:
+                 setting: str = "default", workloads=None) -> list[Sweep]:
     """The figure's sweeps under ``setting`` (seeds and epsilons: the setting's unless
     given). A mechanism listed in ``private_only`` reads only the private table, which
     is the same in every split, so it runs on the first split alone and :func:`table`
     shows its result in every panel. A mechanism with its own run fields
-    (``per_mechanism``) gets its own sweep."""
+    (``per_mechanism``) gets its own sweep, and so does each workload panel;
+    ``workloads`` (panel labels) keeps only those panels."""
     spec, run = FIGURES[figure], figure_setting(figure, setting)
     shared = spec.get("private_only", ())
     mechs = [m for m in run["mechanisms"] if not mechanisms or m.label in mechanisms]
     by_extra: dict = {}
     for d, extra in panels(figure):
+        if workloads and extra and d.name.rsplit(", ", 1)[-1] not in workloads:
+            continue
         by_extra.setdefault(tuple(sorted(extra.items())), []).append(d)
     groups: dict = {}
     for m in mechs:
@@ -344,11 +347,12 @@ def findings(figure: str, rows: list[dict]) -> list[dict]:
 def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "default") -> None:
     metric = figure_setting(figure, setting)["metric"]
     title = FIGURES[figure]["title"] + (" (the paper's setting)" if setting == "paper" else "")
-    cpu, n_runs = cpu_total(figure, rows)
     lines = [f"# {title}", "", f"Workload error ({metric}), mean over seeds [min, max]; "
-             "CURATOR-ONLY diagnostics.", "",
-             f"CPU: {cpu:,.0f} s, the sum of the {n_runs} runs' own CPU seconds (each in its "
-             "process, without the process start).", ""]
+             "CURATOR-ONLY diagnostics.", ""]
+    if FIGURES[figure].get("show_cpu"):
+        cpu, n_runs = cpu_total(figure, rows)
+        lines += [f"CPU: {cpu:,.0f} s, the sum of the {n_runs} runs' own CPU seconds (each "
+                  "in its process, without the process start).", ""]
     if FIGURES[figure].get("note"):
         lines += [FIGURES[figure]["note"], ""]
     if FIGURES[figure].get("private_only"):
@@ -431,6 +435,9 @@ def main() -> None:
                          "docs/experiments.md lists every difference)")
     ap.add_argument("--seeds", nargs="+", type=int, help="default: the setting's")
     ap.add_argument("--epsilons", nargs="+", type=float, help="default: the setting's")
+    ap.add_argument("--workloads", nargs="+",
+                    help="run only these panels' workloads (labels, e.g. all-3way target; "
+                         "figures with workload panels)")
     ap.add_argument("--plot-only", action="store_true", help="plot what the store holds; run nothing")
     ap.add_argument("--in-process", action="store_true",
                     help="run in this process instead of one process per run")
@@ -439,7 +446,8 @@ def main() -> None:
     store = figure_store(fig, setting)
     if not args.plot_only:
         require_shared()
-        for sweep in build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting):
+        for sweep in build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting,
+                                  args.workloads):
             for row in run_sweep(sweep, store, isolate=not args.in_process, quiet=True,
                                  on_start=lambda job, i, n: print(
                                      f"run {i + 1}/{n}: {job.label()}", file=sys.stderr,

@@ -352,3 +352,7 @@ def test_aim_figure_has_one_sweep_per_workload_and_neighbour_relation():
     assert len({j.run_id for j in jobs}) == 12
     data = pd.read_csv(jobs[0].dataset.data)
     assert len(data) == 1304      # the paper's Titanic: the split's 1,004 + 300 rows
+    target = reproduce.build_sweeps("aim-titanic", ["gem"], [0], [1.0, 10.0], "paper",
+                                    workloads=["target"])
+    assert [(s.datasets[0].name, s.epsilons) for s in target] == [("titanic, target",
+                                                                   (1.0, 10.0))]
