@@ -150,6 +150,17 @@ def _adult_whole() -> DatasetSpec:
 AIM_MECHANISMS = _plain("aim", "mwem-pgm", "gem", "mst", "privbayes-pgm", "independent")
 #: the workload-agnostic ones, dotted in the paper's figures (dashed in ours)
 AIM_AGNOSTIC = ("mst", "privbayes-pgm", "independent")
+
+
+def _aim_figure(title: str, dataset, target: str) -> dict:
+    """The AIM paper's Figures 1 and 2 on one dataset: a panel for all 3-way
+    marginals and one for the 3-way marginals containing ``target``."""
+    return dict(title=f"AIM paper, Figures 1 and 2: {title}", datasets=lambda: [dataset()],
+                workloads={"all-3way": "all-3way", "target": f"target:{target}:3"},
+                mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True,
+                dashed=AIM_AGNOSTIC, note=AIM_NOTE, show_cpu=True)
+
+
 AIM_NOTE = ("The paper's PrivMRF and RAP are not implemented here, nor its Gaussian "
             "baseline (query answers, no synthetic data): their curves are absent. Panels: "
             "'all-3way' is Figure 1, 'target' (every 3-way marginal containing the target "
@@ -180,18 +191,8 @@ FIGURES = {
     # AIM paper sec. 6.1: "all 3-way marginals involving some specified target
     # attribute [...] For the adult and titanic datasets, these are the income>50K
     # attribute and the Survived attribute"; one panel per workload
-    "aim-titanic": dict(
-        title="AIM paper, Figures 1 and 2: Titanic",
-        datasets=lambda: [_titanic_whole()],
-        workloads={"all-3way": "all-3way", "target": "target:Survived:3"},
-        mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC,
-        note=AIM_NOTE, show_cpu=True),
-    "aim-adult": dict(
-        title="AIM paper, Figures 1 and 2: Adult",
-        datasets=lambda: [_adult_whole()],
-        workloads={"all-3way": "all-3way", "target": "target:income>50K:3"},
-        mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True, dashed=AIM_AGNOSTIC,
-        note=AIM_NOTE, show_cpu=True),
+    "aim-titanic": _aim_figure("Titanic", _titanic_whole, "Survived"),
+    "aim-adult": _aim_figure("Adult", _adult_whole, "income>50K"),
 }
 
 
