@@ -13,6 +13,11 @@ Figures:
 * ``vertical-adult``  vertical paper, Figure 2 (Adult with 25%, 50%, 75% of
   the columns public): AIM, vJAM-PGM, Conditional AIM, Conditional vJAM-PGM,
   error on the marginals with at least one private column.
+* ``aim-titanic``  AIM paper, Figures 1 and 2 (f): Titanic (its 1,304 rows),
+  one panel per workload (all 3-way marginals; the 3-way marginals containing
+  Survived): AIM, MWEM+PGM, GEM, MST, PrivBayes+PGM, Independent.
+* ``aim-adult``  AIM paper, Figures 1 and 2 (a): the same on Adult (48,842
+  rows; target income>50K).
 
 Default setting, all figures: all-3-way workload, delta 1e-9, bounded DP, the
 mechanisms' own defaults, epsilon in {0.1, 1, 10}, seeds 0-2. ``--setting
@@ -45,6 +50,7 @@ import argparse
 import json
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -121,6 +127,47 @@ def _plain(*names: str) -> tuple[MechanismSpec, ...]:
     return tuple(MechanismSpec(n, n) for n in names)
 
 
+def _titanic_whole() -> DatasetSpec:
+    """Titanic as the AIM paper uses it: all 1,304 rows, i.e. the JAM split's
+    private 1,004 and public 300 rows stacked (same columns, same codes), written
+    once into the figure's untracked store folder (isolated runs read files)."""
+    path = folder("aim-titanic") / "store" / "titanic_1304.csv"
+    if not path.exists():
+        src = DATA / "titanic"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.concat([pd.read_csv(src / "priv.csv"), pd.read_csv(src / "pub.csv")],
+                  ignore_index=True).to_csv(path, index=False)
+    return DatasetSpec("titanic", path, schema=DATA / "titanic" / "domain.json")
+
+
+def _adult_whole() -> DatasetSpec:
+    folder_ = DATA / "adult"
+    return DatasetSpec("adult", folder_ / "adult.csv", schema=folder_ / "domain.json")
+
+
+#: the AIM paper's mechanisms we implement (sec. 6.1; PrivMRF, RAP and the
+#: Gaussian query-answering baseline are not implemented)
+AIM_MECHANISMS = _plain("aim", "mwem-pgm", "gem", "mst", "privbayes-pgm", "independent")
+#: the workload-agnostic ones, dotted in the paper's figures (dashed in ours)
+AIM_AGNOSTIC = ("mst", "privbayes-pgm", "independent")
+
+
+def _aim_figure(title: str, dataset, target: str) -> dict:
+    """The AIM paper's Figures 1 and 2 on one dataset: a panel for all 3-way
+    marginals and one for the 3-way marginals containing ``target``."""
+    return dict(title=f"AIM paper, Figures 1 and 2: {title}", datasets=lambda: [dataset()],
+                workloads={"all-3way": "all-3way", "target": f"target:{target}:3"},
+                mechanisms=AIM_MECHANISMS, metric="workload_error", log_y=True,
+                dashed=AIM_AGNOSTIC, note=AIM_NOTE, show_cpu=True)
+
+
+AIM_NOTE = ("The paper's PrivMRF and RAP are not implemented here, nor its Gaussian "
+            "baseline (query answers, no synthetic data): their curves are absent. Panels: "
+            "'all-3way' is Figure 1, 'target' (every 3-way marginal containing the target "
+            "column) Figure 2. docs/experiments.md, 'AIM paper, Figures 1 and 2', lists every "
+            "difference from the paper's setting.")
+
+
 FIGURES = {
     "jam-adult": dict(
         title="JAM-PGM paper, Figure 1: Adult, biased public rows",
@@ -141,7 +188,24 @@ FIGURES = {
                     MechanismSpec("conditional-aim", "aim", {"conditional": True}),
                     MechanismSpec("conditional-vjam-pgm", "vjam-pgm", {"conditional": True})),
         metric="workload_error_private"),
+    # AIM paper sec. 6.1: "all 3-way marginals involving some specified target
+    # attribute [...] For the adult and titanic datasets, these are the income>50K
+    # attribute and the Survived attribute"; one panel per workload
+    "aim-titanic": _aim_figure("Titanic", _titanic_whole, "Survived"),
+    "aim-adult": _aim_figure("Adult", _adult_whole, "income>50K"),
 }
+
+
+def panels(figure: str) -> list[tuple[DatasetSpec, dict]]:
+    """The figure's panels: (dataset, its extra run settings). A figure with
+    ``workloads`` has one panel per (dataset, workload), named
+    ``"<dataset>, <workload label>"`` and run with that workload."""
+    spec = FIGURES[figure]
+    datasets = spec["datasets"]()
+    if "workloads" not in spec:
+        return [(d, {}) for d in datasets]
+    return [(replace(d, name=f"{d.name}, {label}"), {"workload": w})
+            for d in datasets for label, w in spec["workloads"].items()]
 
 
 #: the JAM-PGM paper's setup (sec. 5, "Task Specification"; App. 2 and 3): epsilons,
@@ -150,6 +214,16 @@ FIGURES = {
 JAM_PAPER = dict(settings={"delta": 1e-9, "workload": "all-3way", "neighbours": "bounded",
                            "max_model_size": 80.0},
                  epsilons=(0.03, 0.1, 0.31, 1.0, 3.16, 10.0), seeds=(0, 1, 2, 3, 4))
+#: the AIM paper's setup (sec. 6.1): nine epsilons from 0.01 to 100 (half-decade steps),
+#: delta 1e-9, five trials, add/remove neighbours (sec. 2, "adding or removing a single
+#: record"), JT-SIZE 80 MB (sec. 6.5), every mechanism at its defaults. GEM and
+#: PrivBayes+PGM are defined here only for bounded DP (replace one record), so they run so.
+AIM_PAPER = dict(settings={"delta": 1e-9, "workload": "all-3way", "neighbours": "unbounded",
+                           "max_model_size": 80.0},
+                 per_mechanism={"gem": {"neighbours": "bounded"},
+                                "privbayes-pgm": {"neighbours": "bounded"}},
+                 epsilons=(0.01, 0.0316, 0.1, 0.316, 1.0, 3.16, 10.0, 31.6, 100.0),
+                 seeds=(0, 1, 2, 3, 4))
 #: the paper settings per figure, where they differ from the default (docs/experiments.md,
 #: "Paper reproductions", lists every difference with the reason for our default)
 PAPER = {
@@ -166,6 +240,8 @@ PAPER = {
                            epsilons=EPSILONS, seeds=(0, 1, 2),
                            per_mechanism={"aim": {"neighbours": "unbounded"}},
                            metric="workload_error"),
+    "aim-titanic": AIM_PAPER,
+    "aim-adult": AIM_PAPER,
 }
 SETTING_NAMES = ("default", "paper")
 
@@ -194,23 +270,29 @@ def figure_setting(figure: str, setting: str = "default") -> dict:
 
 
 def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
-                 setting: str = "default") -> list[Sweep]:
+                 setting: str = "default", workloads=None) -> list[Sweep]:
     """The figure's sweeps under ``setting`` (seeds and epsilons: the setting's unless
     given). A mechanism listed in ``private_only`` reads only the private table, which
     is the same in every split, so it runs on the first split alone and :func:`table`
     shows its result in every panel. A mechanism with its own run fields
-    (``per_mechanism``) gets its own sweep."""
+    (``per_mechanism``) gets its own sweep, and so does each workload panel;
+    ``workloads`` (panel labels) keeps only those panels."""
     spec, run = FIGURES[figure], figure_setting(figure, setting)
     shared = spec.get("private_only", ())
     mechs = [m for m in run["mechanisms"] if not mechanisms or m.label in mechanisms]
-    datasets = tuple(spec["datasets"]())
+    by_extra: dict = {}
+    for d, extra in panels(figure):
+        if workloads and extra and d.name.rsplit(", ", 1)[-1] not in workloads:
+            continue
+        by_extra.setdefault(tuple(sorted(extra.items())), []).append(d)
     groups: dict = {}
     for m in mechs:
         own = run["per_mechanism"].get(m.label, {})
         groups.setdefault((m.label in shared, tuple(sorted(own.items()))), []).append(m)
-    return [Sweep(datasets[:1] if private else datasets, tuple(group),
+    return [Sweep(tuple(datasets[:1] if private else datasets), tuple(group),
                   tuple(epsilons or run["epsilons"]), tuple(seeds or run["seeds"]),
-                  dict(run["settings"], **dict(own)), name=figure)
+                  dict(run["settings"], **dict(own), **dict(extra)), name=figure)
+            for extra, datasets in by_extra.items()
             for (private, own), group in groups.items()]
 
 
@@ -232,7 +314,7 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
         print(f"{figure}: {len(stale)} stored runs of an older configuration left out "
               f"({', '.join(sorted(set(stale['mechanism'])))})", file=sys.stderr)
     runs = runs[runs["run_id"].isin(current)]
-    datasets = [d.name for d in spec["datasets"]()]
+    datasets = [d.name for d, _ in panels(figure)]
     rows = []
     for (data, mech, eps), g in runs.groupby(["dataset", "mechanism", "epsilon"], sort=True):
         vals = [float(v) for v in g[metric] if v is not None]
@@ -244,6 +326,20 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
         shown_in = datasets if mech in spec.get("private_only", ()) else [data]
         rows += [dict(row, dataset=d) for d in shown_in]
     return rows
+
+
+def cpu_total(figure: str, rows: list[dict]) -> tuple[float, int]:
+    """(sum of the runs' CPU seconds, number of runs) behind the table's rows; a
+    private-only mechanism's runs, shown under every split, count once."""
+    shared = FIGURES[figure].get("private_only", ())
+    seen, total, runs = set(), 0.0, 0
+    for r in rows:
+        key = (r["mechanism"], r["epsilon"], "" if r["mechanism"] in shared else r["dataset"])
+        if key not in seen:
+            seen.add(key)
+            total += r["cpu_seconds"] * r["seeds"]
+            runs += r["seeds"]
+    return total, runs
 
 
 def findings(figure: str, rows: list[dict]) -> list[dict]:
@@ -281,6 +377,12 @@ def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "de
     title = FIGURES[figure]["title"] + (" (the paper's setting)" if setting == "paper" else "")
     lines = [f"# {title}", "", f"Workload error ({metric}), mean over seeds [min, max]; "
              "CURATOR-ONLY diagnostics.", ""]
+    if FIGURES[figure].get("show_cpu"):
+        cpu, n_runs = cpu_total(figure, rows)
+        lines += [f"CPU: {cpu:,.0f} s, the sum of the {n_runs} runs' own CPU seconds (each "
+                  "in its process, without the process start).", ""]
+    if FIGURES[figure].get("note"):
+        lines += [FIGURES[figure]["note"], ""]
     if FIGURES[figure].get("private_only"):
         lines += [f"{', '.join(FIGURES[figure]['private_only'])} read only the private table, "
                   "which is the same file in every split: they ran once and are repeated in "
@@ -311,9 +413,10 @@ def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "de
 
 
 def plot_figure(figure: str, rows: list[dict]):
-    """One panel per dataset: mean metric against epsilon (log x), min-max bars
-    over seeds; an Altair chart in the palette's mechanism colours (the
-    public-only baseline dashed, in the public colour)."""
+    """One panel per dataset: mean metric against epsilon (log x; log y where the
+    figure says ``log_y``), min-max bars over seeds; an Altair chart in the
+    palette's mechanism colours. The figure's ``dashed`` mechanisms (default:
+    the public-only baseline) are dashed lines."""
     import altair as alt
 
     from synth_core.palette import mechanism_scale
@@ -324,11 +427,13 @@ def plot_figure(figure: str, rows: list[dict]):
     base = alt.Chart().encode(
         x=alt.X("epsilon:Q", scale=alt.Scale(type="log"), title="epsilon"),
         color=alt.Color("mechanism:N", scale=alt.Scale(domain=domain, range=colours)))
+    spec = FIGURES[figure]
+    dashed = " || ".join(f"datum.mechanism == '{m}'" for m in spec.get("dashed", ("public-only",)))
+    y_scale = alt.Scale(type="log") if spec.get("log_y") else alt.Undefined
     lines = base.mark_line(point=True).encode(
-        y=alt.Y("mean:Q", title=FIGURES[figure]["metric"].replace("_", " ")),
-        strokeDash=alt.condition("datum.mechanism == 'public-only'", alt.value([5, 3]),
-                                 alt.value([1, 0])))
-    bars = base.mark_rule().encode(y="min:Q", y2="max:Q")
+        y=alt.Y("mean:Q", title=spec["metric"].replace("_", " "), scale=y_scale),
+        strokeDash=alt.condition(dashed, alt.value([5, 3]), alt.value([1, 0])))
+    bars = base.mark_rule().encode(y=alt.Y("min:Q", scale=y_scale), y2="max:Q")
     return alt.layer(lines, bars, data=data).properties(width=280, height=260).facet(
         column=alt.Column("dataset:N", title=None)).properties(title=FIGURES[figure]["title"])
 
@@ -358,6 +463,9 @@ def main() -> None:
                          "docs/experiments.md lists every difference)")
     ap.add_argument("--seeds", nargs="+", type=int, help="default: the setting's")
     ap.add_argument("--epsilons", nargs="+", type=float, help="default: the setting's")
+    ap.add_argument("--workloads", nargs="+",
+                    help="run only these panels' workloads (labels, e.g. all-3way target; "
+                         "figures with workload panels)")
     ap.add_argument("--plot-only", action="store_true", help="plot what the store holds; run nothing")
     ap.add_argument("--in-process", action="store_true",
                     help="run in this process instead of one process per run")
@@ -366,7 +474,8 @@ def main() -> None:
     store = figure_store(fig, setting)
     if not args.plot_only:
         require_shared()
-        for sweep in build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting):
+        for sweep in build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting,
+                                  args.workloads):
             for row in run_sweep(sweep, store, isolate=not args.in_process, quiet=True,
                                  on_start=lambda job, i, n: print(
                                      f"run {i + 1}/{n}: {job.label()}", file=sys.stderr,

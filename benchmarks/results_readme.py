@@ -129,8 +129,10 @@ def readme(folder: Path) -> str:
     for spec in manifest.get("tables", []):
         rows = selected(read_jsonl(folder / spec["file"]), spec.get("where", {}))
         summary += [f"### {spec['title']}", "", *markdown_table(rows, spec["columns"]), ""]
-    if (folder / "figure.md").exists():
-        figure = (folder / "figure.md").read_text().splitlines()
+    shown = next((f for f in (folder / "figure.md", folder / "paper_setting" / "figure.md")
+                  if f.exists()), None)
+    if shown is not None:
+        figure = shown.read_text().splitlines()
         summary += [line.replace("## ", "#### ", 1) if line.startswith("## ") else line
                     for line in figure[1:]] + [""]
     if folder.name in DERIVED:
