@@ -47,19 +47,28 @@ import numpy as np
 import pandas as pd
 
 from .heap import return_freed_memory
-from .inference import (ModelMarginals, TreeOracle, calibrate, cells, elimination_cliques,
-                        maximal_cliques, sample_records, smallest_holder)
+from .inference import (FactoredOracle, ModelMarginals, TreeOracle, calibrate, cells,
+                        elimination_cliques, maximal_cliques, sample_records, smallest_holder)
 from .runtime import estimation, prepare_process
 
 Clique = tuple[str, ...]
 
-#: The fit runs in numpy (:func:`numpy_mirror_descent`) below this junction-tree
-#: size in MB, as a compiled JAX program from it on (``benchmarks/fit_paths.py``
-#: measures the crossover; docs/performance.md, "Fit paths"). Up to here a numpy
-#: step costs no more than a step of the compiled Hugin oracle, and a new clique
-#: structure (most rounds bring one) compiles nothing; from here on the compiled
-#: path runs the implicit oracle (:data:`IMPLICIT_FROM_MB`), much faster per step.
+#: A fit of at most 1,000 steps runs in numpy (:func:`numpy_mirror_descent`)
+#: below this junction-tree size in MB, as a compiled JAX program from it on;
+#: a shorter fit stays in numpy up to ``NUMPY_BELOW_MB * 1000 / steps`` MB
+#: (:meth:`PGMEstimator.choose_path`; ``benchmarks/fit_paths.py`` measures the
+#: crossover, docs/performance.md, "Fit paths"). A numpy step costs about
+#: 2.3 ms of CPU per MB of junction tree; a compiled fit pays a compile of
+#: 15 to 20 CPU s for every new clique structure (most rounds bring one), then
+#: steps several times cheaper than numpy's (:data:`IMPLICIT_FROM_MB`). So the
+#: compiled path wins only when steps times MB is large: the 1,000-step fits
+#: of large models, not the 100-step round fits of JAM-PGM.
 NUMPY_BELOW_MB = 8.0
+#: The numpy path propagates with :class:`~synth_core.inference.FactoredOracle`
+#: (messages from the measured tables, no node table built) from this
+#: junction-tree size in MB on, with :class:`~synth_core.inference.TreeOracle`
+#: (Hugin on materialised nodes) below it.
+FACTORED_FROM_MB = 16.0
 #: Environment variable forcing the fit path of ``path="auto"`` estimators: ``numpy`` or ``jax``.
 FIT_PATH_ENV = "SYNTH_FIT_PATH"
 FIT_PATHS = ("numpy", "jax")
@@ -542,12 +551,16 @@ class PGMEstimator:
     def domain(self):
         return make_domain(self.sizes)
 
-    def choose_path(self, size_mb: float) -> str:
-        """The fit path for a junction tree of ``size_mb`` MB (see the class docstring)."""
+    def choose_path(self, size_mb: float, steps: int | None = None) -> str:
+        """The fit path for a junction tree of ``size_mb`` MB and a fit of at most ``steps``
+        steps (default ``max_iters``): numpy while ``size_mb * min(steps, 1000) <
+        NUMPY_BELOW_MB * 1000``, compiled JAX otherwise (numpy's cost grows with steps times
+        MB, the compiled path's is mostly the compile)."""
         forced = self.path if self.path != "auto" else os.environ.get(FIT_PATH_ENV, "").strip()
         if forced in FIT_PATHS:
             return forced
-        return "numpy" if size_mb < NUMPY_BELOW_MB else "jax"
+        steps = min(self.max_iters if steps is None else int(steps), 1000)
+        return "numpy" if size_mb * steps < NUMPY_BELOW_MB * 1000 else "jax"
 
     def uniform(self, total: float) -> FittedModel:
         return FittedModel(self.sizes, ModelMarginals.uniform(self.sizes, total), (), total, 0.0)
@@ -574,10 +587,12 @@ class PGMEstimator:
         max_blocks = max(1, -(-iters // STEPS_PER_BLOCK))
         tol = self.tol if tol is None else float(tol)
         size = model_size_mb(self.sizes, cliques)
-        path = self.choose_path(size)
+        path = self.choose_path(size, max_blocks * STEPS_PER_BLOCK)
         if path == "numpy":
             tree = junction_tree_of(self.sizes, cliques)
-            oracle = TreeOracle(self.sizes, cliques, tree)
+            kind = FactoredOracle if size >= FACTORED_FROM_MB else TreeOracle
+            oracle = kind(self.sizes, cliques, tree)
+            self.last_oracle = "factored" if kind is FactoredOracle else "tree"
             fitted, mu, _, blocks = numpy_mirror_descent(
                 oracle, loss_fn, potentials, float(total), tol, max_blocks)
             beliefs, edges = oracle.beliefs(fitted), tree[1]
