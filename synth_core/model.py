@@ -36,12 +36,13 @@ A fit runs on one of two paths, chosen by the junction tree's size
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Sequence
+from typing import Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -56,19 +57,23 @@ Clique = tuple[str, ...]
 #: A fit of at most 1,000 steps runs in numpy (:func:`numpy_mirror_descent`)
 #: below this junction-tree size in MB, as a compiled JAX program from it on;
 #: a shorter fit stays in numpy up to ``NUMPY_BELOW_MB * 1000 / steps`` MB
-#: (:meth:`PGMEstimator.choose_path`; ``benchmarks/fit_paths.py`` measures the
-#: crossover, docs/performance.md, "Fit paths"). A numpy step costs about
-#: 2.3 ms of CPU per MB of junction tree; a compiled fit pays a compile of
-#: 15 to 20 CPU s for every new clique structure (most rounds bring one), then
-#: steps several times cheaper than numpy's (:data:`IMPLICIT_FROM_MB`). So the
-#: compiled path wins only when steps times MB is large: the 1,000-step fits
-#: of large models, not the 100-step round fits of JAM-PGM.
-NUMPY_BELOW_MB = 8.0
+#: (:meth:`PGMEstimator.choose_path`; docs/performance.md, "Fit paths"). With
+#: the factored oracle on one BLAS thread a numpy step on Adult's 33 to 46 MB
+#: models cost 8 to 16 CPU ms, a compiled step 26 after a compile of 15 to 20
+#: CPU s for every new clique structure (most rounds bring one): numpy was
+#: cheaper at every size measured (to 46 MB), for 100-step and 1,000-step fits.
+#: The compiled path is kept for models beyond the default size limit (80 MB)
+#: and when forced (:data:`FIT_PATH_ENV`).
+NUMPY_BELOW_MB = 100.0
 #: The numpy path propagates with :class:`~synth_core.inference.FactoredOracle`
-#: (messages from the measured tables, no node table built) from this
-#: junction-tree size in MB on, with :class:`~synth_core.inference.TreeOracle`
-#: (Hugin on materialised nodes) below it.
-FACTORED_FROM_MB = 16.0
+#: (messages contracted from the measured tables, no node table built) from
+#: this junction-tree size in MB on, with :class:`~synth_core.inference.TreeOracle`
+#: (Hugin on materialised nodes) below it. On the junction trees of one Adult
+#: JAM-PGM run (``benchmarks/fit_paths.py --captured``) the factored oracle cost
+#: 0.3 to 0.4 times Hugin's per call from 1.6 to 2.6 MB, 1.1 to 1.35 times at
+#: 6.5 and 8.3 MB, 0.05 to 0.3 times from 8.8 to 45 MB, and twice Hugin's
+#: below 0.3 MB.
+FACTORED_FROM_MB = 1.0
 #: Environment variable forcing the fit path of ``path="auto"`` estimators: ``numpy`` or ``jax``.
 FIT_PATH_ENV = "SYNTH_FIT_PATH"
 FIT_PATHS = ("numpy", "jax")
@@ -439,6 +444,46 @@ def numpy_mirror_descent(oracle: TreeOracle, loss_fn: L2Loss, potentials: dict, 
     return theta, mu, loss, blocks
 
 
+@functools.lru_cache(maxsize=1)
+def _blas_threads_setter():
+    """OpenBLAS's ``openblas_set_num_threads_local`` (this thread only; returns the previous
+    count), from the OpenBLAS library numpy loaded, or ``None`` if there is none."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as fh:
+            path = next((line.split()[-1] for line in fh
+                         if "openblas" in line.lower() and ".so" in line), None)
+        setter = ctypes.CDLL(path).openblas_set_num_threads_local if path else None
+    except (OSError, AttributeError):
+        return None
+    if setter is not None:
+        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+    return setter
+
+
+@contextlib.contextmanager
+def single_blas_thread() -> Iterator[None]:
+    """OpenBLAS on one thread (this Python thread only) inside the block.
+
+    The factored oracle's contractions are many small matrix products
+    (``np.einsum`` along a planned path calls BLAS); OpenBLAS's worker
+    threads spin between them. On an Adult 45 MB model one oracle call cost
+    113 CPU ms with OpenBLAS's two threads and 16 with one (wall time fell
+    too, on a machine with other work). The results are the same: each
+    product's cells are computed by the same kernel either way.
+    """
+    setter = _blas_threads_setter()
+    if setter is None:
+        yield
+        return
+    previous = setter(1)
+    try:
+        yield
+    finally:
+        setter(previous)
+
+
 # -- the fitted model ---------------------------------------------------------------
 
 @dataclass
@@ -593,9 +638,10 @@ class PGMEstimator:
             kind = FactoredOracle if size >= FACTORED_FROM_MB else TreeOracle
             oracle = kind(self.sizes, cliques, tree)
             self.last_oracle = "factored" if kind is FactoredOracle else "tree"
-            fitted, mu, _, blocks = numpy_mirror_descent(
-                oracle, loss_fn, potentials, float(total), tol, max_blocks)
-            beliefs, edges = oracle.beliefs(fitted), tree[1]
+            with single_blas_thread():
+                fitted, mu, _, blocks = numpy_mirror_descent(
+                    oracle, loss_fn, potentials, float(total), tol, max_blocks)
+                beliefs, edges = oracle.beliefs(fitted), tree[1]
         else:
             with estimation():
                 fitted, mu, blocks, beliefs, edges = self._fit_compiled(

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synth_core.model import (FIT_PATH_ENV, NUMPY_BELOW_MB, FitMeasurement, PGMEstimator,
-                              model_size_mb)
+from synth_core.model import (FACTORED_FROM_MB, FIT_PATH_ENV, NUMPY_BELOW_MB, FitMeasurement,
+                              PGMEstimator, model_size_mb)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,18 +102,18 @@ def test_path_choice_by_size_and_forcing(monkeypatch):
     assert est.choose_path(0.0) == "numpy"
     assert est.choose_path(NUMPY_BELOW_MB * 0.999) == "numpy"
     assert est.choose_path(NUMPY_BELOW_MB) == "jax"
-    assert est.choose_path(50.0) == "jax"
+    assert est.choose_path(NUMPY_BELOW_MB * 2) == "jax"
     # a shorter fit stays in numpy on a larger model: steps times MB decides
-    assert est.choose_path(79.9, steps=100) == "numpy"
-    assert est.choose_path(80.0, steps=100) == "jax"
+    assert est.choose_path(NUMPY_BELOW_MB * 10 * 0.999, steps=100) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB * 10, steps=100) == "jax"
     assert est.choose_path(NUMPY_BELOW_MB * 5 * 0.999, steps=200) == "numpy"
     assert est.choose_path(NUMPY_BELOW_MB * 0.999, steps=5000) == "numpy"   # steps count up to 1000
-    assert PGMEstimator({"a": 2}, max_iters=100).choose_path(50.0) == "numpy"
+    assert PGMEstimator({"a": 2}, max_iters=100).choose_path(NUMPY_BELOW_MB * 5) == "numpy"
     assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"
     monkeypatch.setenv(FIT_PATH_ENV, "jax")
     assert est.choose_path(0.0) == "jax"
     monkeypatch.setenv(FIT_PATH_ENV, "numpy")
-    assert est.choose_path(50.0) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB * 2) == "numpy"
     assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"  # explicit wins
     with pytest.raises(ValueError, match="unknown fit path"):
         PGMEstimator({"a": 2}, path="torch")
@@ -123,12 +123,11 @@ def test_path_choice_by_size_and_forcing(monkeypatch):
     assert model_size_mb(small, [("a", "b")]) < NUMPY_BELOW_MB
     model = PGMEstimator(small).fit([FitMeasurement(("a", "b"), np.arange(12.0))], 66.0)
     assert model.path == "numpy"
-    big = {"a": 1100, "b": 1100}
-    assert model_size_mb(big, [("a", "b")]) >= NUMPY_BELOW_MB
+    big = {"a": 1100, "b": 1100}   # 9 MB: numpy, on the factored oracle
+    assert model_size_mb(big, [("a", "b")]) >= FACTORED_FROM_MB
     meas = [FitMeasurement(("a", "b"), np.ones(1_210_000))]
-    assert PGMEstimator(big, max_iters=50).fit(meas, 1_210_000.0).path == "numpy"
     est = PGMEstimator(big, max_iters=1000, tol=1.0)   # stops after three blocks
-    assert est.fit(meas, 1_210_000.0).path == "jax"
+    assert est.fit(meas, 1_210_000.0).path == "numpy" and est.last_oracle == "factored"
 
 
 def test_crossover_constant_is_where_the_docs_say():
