@@ -388,6 +388,26 @@ def _logsumexp_to(array: np.ndarray, labels: Sequence[str], keep: Sequence[str])
     return out
 
 
+def rooted_parts(adjacent: Mapping[Clique, Sequence[Clique]]
+                 ) -> list[tuple[list[Clique], dict[Clique, Clique | None]]]:
+    """Each connected part of a forest, breadth-first from its first node, with every node's parent."""
+    seen: set = set()
+    parts = []
+    for start in adjacent:
+        if start in seen:
+            continue
+        order, parent = [start], {start: None}
+        seen.add(start)
+        for node in order:
+            for nb in adjacent[node]:
+                if nb not in seen:
+                    seen.add(nb)
+                    parent[nb] = node
+                    order.append(nb)
+        parts.append((order, parent))
+    return parts
+
+
 def calibrate(sizes: Mapping[str, int], log_potentials: Mapping[Clique, np.ndarray],
               tree_cliques: Sequence[Clique], edges: Sequence[tuple[Clique, Clique]]
               ) -> dict[Clique, np.ndarray]:
@@ -412,19 +432,8 @@ def calibrate(sizes: Mapping[str, int], log_potentials: Mapping[Clique, np.ndarr
     for a, b in edges:
         adjacent[tuple(a)].append(tuple(b))
         adjacent[tuple(b)].append(tuple(a))
-    seen: set = set()
     beliefs: dict[Clique, np.ndarray] = {}
-    for start in tree:
-        if start in seen:
-            continue
-        order, parent = [start], {start: None}
-        seen.add(start)
-        for node in order:
-            for nb in adjacent[node]:
-                if nb not in seen:
-                    seen.add(nb)
-                    parent[nb] = node
-                    order.append(nb)
+    for order, parent in rooted_parts(adjacent):
         belief = {C: log[C].copy() for C in order}
         up: dict[Clique, np.ndarray] = {}
         for node in reversed(order[1:]):   # collect towards the root
@@ -725,19 +734,8 @@ class FactoredOracle:
     @staticmethod
     def _message_order(adjacent: Mapping[Clique, list[Clique]]) -> list[tuple[Clique, Clique]]:
         """Directed edges so that each message follows every message it needs (collect, distribute)."""
-        seen: set = set()
         order: list[tuple[Clique, Clique]] = []
-        for start in adjacent:
-            if start in seen:
-                continue
-            bfs, parent = [start], {start: None}
-            seen.add(start)
-            for node in bfs:
-                for nb in adjacent[node]:
-                    if nb not in seen:
-                        seen.add(nb)
-                        parent[nb] = node
-                        bfs.append(nb)
+        for bfs, parent in rooted_parts(adjacent):
             order += [(n, parent[n]) for n in reversed(bfs[1:])]
             order += [(parent[n], n) for n in bfs[1:]]
         return order
