@@ -1,6 +1,6 @@
 """Fit paths: numpy mirror descent against the compiled JAX program (JSON lines).
 
-Two parts:
+Three parts:
 
 * ``kind=fit``: CPU seconds (user+sys, this process) of one cold fit of a new
   clique structure on each path, over a range of junction-tree sizes (a
@@ -9,7 +9,10 @@ Two parts:
   imported before the first timing; a compiled fit includes its compile,
   ``cpu_s_same_structure_again`` is a second fit of the same structure (the
   compiled program reused: what a repeated measurement costs).
-  This justifies :data:`synth_core.model.NUMPY_BELOW_MB`.
+  On such chains every junction-tree node is a measured clique, so the
+  factored oracle has nothing to save; ``kind=captured`` below measures the
+  Adult models that set :data:`synth_core.model.NUMPY_BELOW_MB` and
+  :data:`synth_core.model.FACTORED_FROM_MB`.
 * ``kind=run``: the Titanic sample end to end (``synth run``) in a fresh
   process, CPU seconds (user+sys of the child) as the median of ``--repeats``
   runs, once with the compiled path forced (``SYNTH_FIT_PATH=jax``) and once
