@@ -57,23 +57,22 @@ Clique = tuple[str, ...]
 #: A fit of at most 1,000 steps runs in numpy (:func:`numpy_mirror_descent`)
 #: below this junction-tree size in MB, as a compiled JAX program from it on;
 #: a shorter fit stays in numpy up to ``NUMPY_BELOW_MB * 1000 / steps`` MB
-#: (:meth:`PGMEstimator.choose_path`; docs/performance.md, "Fit paths"). With
-#: the factored oracle on one BLAS thread a numpy step on Adult's 33 to 46 MB
-#: models cost 8 to 16 CPU ms, a compiled step 26 after a compile of 15 to 20
-#: CPU s for every new clique structure (most rounds bring one): numpy was
-#: cheaper at every size measured (to 46 MB), for 100-step and 1,000-step fits.
-#: The compiled path is kept for models beyond the default size limit (80 MB)
-#: and when forced (:data:`FIT_PATH_ENV`).
-NUMPY_BELOW_MB = 100.0
+#: (:meth:`PGMEstimator.choose_path`; docs/performance.md, "Fit paths"). A
+#: compiled fit pays 15 to 20 CPU s of compile for every new clique structure
+#: (most rounds bring one), then steps cheaper than numpy's on some Adult
+#: models: the 100-step round fits of JAM-PGM's 8 to 46 MB models cost 1 to 3
+#: CPU s in numpy against 15 to 20 compiled, while AIM's 1,000-step fits of 8 to
+#: 37 MB models ran slower in numpy than compiled (a run past 980 CPU s against
+#: 928), so 1,000-step fits keep the 8 MB crossover.
+NUMPY_BELOW_MB = 8.0
 #: The numpy path propagates with :class:`~synth_core.inference.FactoredOracle`
 #: (messages contracted from the measured tables, no node table built) from
 #: this junction-tree size in MB on, with :class:`~synth_core.inference.TreeOracle`
 #: (Hugin on materialised nodes) below it. On the junction trees of one Adult
 #: JAM-PGM run (``benchmarks/fit_paths.py --captured``) the factored oracle cost
-#: 0.3 to 0.4 times Hugin's per call from 1.6 to 2.6 MB, 1.1 to 1.35 times at
-#: 6.5 and 8.3 MB, 0.05 to 0.3 times from 8.8 to 45 MB, and twice Hugin's
-#: below 0.3 MB.
-FACTORED_FROM_MB = 1.0
+#: 0.05 to 0.3 times Hugin's per call from 8.8 to 45 MB and 1.07 times at 8.3 MB;
+#: below 8 MB it ranged from 0.3 to 1.35 times (and twice Hugin's below 0.3 MB).
+FACTORED_FROM_MB = 8.0
 #: Environment variable forcing the fit path of ``path="auto"`` estimators: ``numpy`` or ``jax``.
 FIT_PATH_ENV = "SYNTH_FIT_PATH"
 FIT_PATHS = ("numpy", "jax")
