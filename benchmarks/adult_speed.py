@@ -23,6 +23,8 @@ Usage::
     PYTHONPATH=. python benchmarks/adult_speed.py                 # both mechanisms, eps 1 and 10, seeds 0-2
     PYTHONPATH=. python benchmarks/adult_speed.py --quick         # JAM-PGM eps 1 seed 0 only
     PYTHONPATH=. python benchmarks/adult_speed.py --mechanisms aim --epsilons 10 --seeds 0
+    ADULT_SPEED_CAPTURE=/tmp/fits PYTHONPATH=. python benchmarks/adult_speed.py \
+        --mechanisms jam-pgm --epsilons 10 --seeds 0   # also keep the large fits' inputs
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import subprocess
 import sys
 import time
@@ -103,10 +106,44 @@ def instrument(timer: PhaseTimer, final: dict) -> None:
             final["now"] = False
 
     model.PGMEstimator.fit = fit_by_path
+    capture = os.environ.get(CAPTURE_ENV)
+    if capture:
+        capture_fits(Path(capture), final)
     engine.Engine._refit = marked_refit
     timer.wrap(model.FittedModel, "counts_many", "scoring")
     timer.wrap(marginals.CodedTable, "marginal", "counting")
     timer.wrap(base.AdaptiveMechanism, "sample", "sampling")
+
+
+#: Set to a directory: the child pickles the inputs of every fit of a junction tree
+#: of at least 8 MB there (``benchmarks/fit_paths.py --captured DIR`` replays them).
+CAPTURE_ENV = "ADULT_SPEED_CAPTURE"
+
+
+def capture_fits(folder: Path, final: dict) -> None:
+    """Wrap ``PGMEstimator.fit`` (already timed) to pickle large fits' inputs and their result."""
+    import pickle
+
+    from synth_core import model
+
+    fit = model.PGMEstimator.fit
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def fit_and_keep(est, measurements, total, warm=None, max_iters=None, tol=None):
+        compiles, start = est.compiles, cpu_seconds()
+        out = fit(est, measurements, total, warm=warm, max_iters=max_iters, tol=tol)
+        if out.size_mb >= 8.0:
+            record = dict(sizes=est.sizes, measurements=list(measurements), total=total,
+                          warm=None if warm is None else warm.potentials,
+                          max_iters=max_iters or est.max_iters, tol=tol or est.tol,
+                          fitted_marginals=out.fitted_marginals, path=out.path,
+                          steps=out.iterations, cpu=cpu_seconds() - start,
+                          compiled=est.compiles - compiles, final=bool(final.get("now")))
+            name = folder / f"fit_{len(list(folder.glob('fit_*.pkl'))):03d}.pkl"
+            name.write_bytes(pickle.dumps(record))
+        return out
+
+    model.PGMEstimator.fit = fit_and_keep
 
 
 def child(mechanism: str, epsilon: float, seed: int, fit_iters: int | None,

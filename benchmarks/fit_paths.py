@@ -1,6 +1,6 @@
 """Fit paths: numpy mirror descent against the compiled JAX program (JSON lines).
 
-Two parts:
+Three parts:
 
 * ``kind=fit``: CPU seconds (user+sys, this process) of one cold fit of a new
   clique structure on each path, over a range of junction-tree sizes (a
@@ -9,13 +9,25 @@ Two parts:
   imported before the first timing; a compiled fit includes its compile,
   ``cpu_s_same_structure_again`` is a second fit of the same structure (the
   compiled program reused: what a repeated measurement costs).
-  This justifies :data:`synth_core.model.NUMPY_BELOW_MB`.
+  On such chains every junction-tree node is a measured clique, so the
+  factored oracle has nothing to save; ``kind=captured`` below measures the
+  Adult models that set :data:`synth_core.model.NUMPY_BELOW_MB` and
+  :data:`synth_core.model.FACTORED_FROM_MB`.
 * ``kind=run``: the Titanic sample end to end (``synth run``) in a fresh
   process, CPU seconds (user+sys of the child) as the median of ``--repeats``
   runs, once with the compiled path forced (``SYNTH_FIT_PATH=jax``) and once
   by size (``auto``), with the workload error from the curator diagnostics.
 
-Usage: ``PYTHONPATH=. python benchmarks/fit_paths.py [--repeats 3] [--skip-fits] [--skip-runs]``
+* ``kind=captured`` (``--captured DIR``): fits of real Adult models, pickled by
+  ``ADULT_SPEED_CAPTURE=DIR benchmarks/adult_speed.py``: per-call CPU ms of the
+  two numpy oracles (``TreeOracle``, ``FactoredOracle``) on the fit's starting
+  point, the numpy fit with the captured settings (fits of at most
+  ``--max-numpy-steps`` steps) against the captured fit's CPU seconds and path,
+  and the largest difference of the fitted marginals; with ``--jax`` also a
+  compiled fit of the structure, first (with its compile) and again.
+
+Usage: ``PYTHONPATH=. python benchmarks/fit_paths.py [--repeats 3] [--skip-fits] [--skip-runs]
+[--captured DIR [--jax]]``
 """
 
 from __future__ import annotations
@@ -126,12 +138,80 @@ def run_rows(repeats: int):
                 "loadavg": loadavg()}), flush=True)
 
 
+def oracle_ms(record: dict, kind, calls: int = 10) -> float:
+    """CPU ms per call of a numpy oracle at the captured fit's starting point."""
+    from synth_core.model import (L2Loss, expand_potentials, junction_tree_of, merge_repeated,
+                                  single_blas_thread)
+
+    sizes = record["sizes"]
+    cliques = L2Loss(sizes, merge_repeated(record["measurements"])).cliques
+    oracle = kind(sizes, cliques, junction_tree_of(sizes, tuple(cliques)))
+    start = expand_potentials(sizes, record["warm"] or {}, cliques)
+    with single_blas_thread():   # as the numpy fit runs it
+        oracle(start, record["total"])
+        before = time.process_time()
+        for _ in range(calls):
+            oracle(start, record["total"])
+    return (time.process_time() - before) * 1000 / calls
+
+
+def captured_fit(record: dict, path: str) -> tuple[float, float, object]:
+    """CPU seconds of the captured fit on ``path``, of a second one (compiled program reused), the model."""
+    import types
+
+    from synth_core.model import PGMEstimator
+
+    est = PGMEstimator(record["sizes"], max_iters=record["max_iters"], tol=record["tol"], path=path)
+    warm = types.SimpleNamespace(potentials=record["warm"]) if record["warm"] else None
+    start = time.process_time()
+    model = est.fit(record["measurements"], record["total"], warm=warm)
+    first = time.process_time() - start
+    start = time.process_time()
+    if path == "jax":
+        est.fit(record["measurements"], record["total"] * 1.0001, warm=warm)
+    return first, time.process_time() - start, model
+
+
+def captured_rows(folder: Path, max_numpy_steps: int, with_jax: bool):
+    """One JSON line per captured fit (see the module docstring)."""
+    import pickle
+
+    from synth_core.inference import FactoredOracle, TreeOracle
+
+    for name in sorted(folder.glob("fit_*.pkl")):
+        record = pickle.loads(name.read_bytes())
+        row = {"kind": "captured", "fit": name.name, "tree_mb": None, "steps": record["max_iters"],
+               "captured_path": record["path"], "captured_cpu_s": round(record["cpu"], 2),
+               "captured_compiled": record["compiled"],
+               "tree_oracle_ms": round(oracle_ms(record, TreeOracle), 1),
+               "factored_oracle_ms": round(oracle_ms(record, FactoredOracle), 1)}
+        if record["max_iters"] <= max_numpy_steps:
+            cpu, _, model = captured_fit(record, "numpy")
+            row.update(numpy_cpu_s=round(cpu, 2), tree_mb=round(model.size_mb, 1),
+                       max_marginal_diff=max(float(np.abs(model.fitted_marginals[c] -
+                                                          record["fitted_marginals"][c]).max())
+                                             for c in model.cliques))
+        if with_jax:
+            first, again, model = captured_fit(record, "jax")
+            row.update(jax_cpu_s=round(first, 2), jax_again_cpu_s=round(again, 2),
+                       tree_mb=round(model.size_mb, 1))
+        row["loadavg"] = loadavg()
+        print(json.dumps(row), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-fits", action="store_true")
     parser.add_argument("--skip-runs", action="store_true")
+    parser.add_argument("--captured", type=Path, help="replay the fits pickled in this folder")
+    parser.add_argument("--max-numpy-steps", type=int, default=100,
+                        help="replay on numpy only the captured fits of at most this many steps")
+    parser.add_argument("--jax", action="store_true", help="with --captured: also fit compiled")
     opts = parser.parse_args()
+    if opts.captured:
+        captured_rows(opts.captured, opts.max_numpy_steps, opts.jax)
+        return
     if not opts.skip_runs:
         run_rows(opts.repeats)
     if not opts.skip_fits:

@@ -36,30 +36,43 @@ A fit runs on one of two paths, chosen by the junction tree's size
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Sequence
+from typing import Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .heap import return_freed_memory
-from .inference import (ModelMarginals, TreeOracle, calibrate, cells, elimination_cliques,
-                        maximal_cliques, sample_records, smallest_holder)
+from .inference import (FactoredOracle, ModelMarginals, TreeOracle, calibrate, cells,
+                        elimination_cliques, maximal_cliques, sample_records, smallest_holder)
 from .runtime import estimation, prepare_process
 
 Clique = tuple[str, ...]
 
-#: The fit runs in numpy (:func:`numpy_mirror_descent`) below this junction-tree
-#: size in MB, as a compiled JAX program from it on (``benchmarks/fit_paths.py``
-#: measures the crossover; docs/performance.md, "Fit paths"). Up to here a numpy
-#: step costs no more than a step of the compiled Hugin oracle, and a new clique
-#: structure (most rounds bring one) compiles nothing; from here on the compiled
-#: path runs the implicit oracle (:data:`IMPLICIT_FROM_MB`), much faster per step.
+#: A fit of at most 1,000 steps runs in numpy (:func:`numpy_mirror_descent`)
+#: below this junction-tree size in MB, as a compiled JAX program from it on;
+#: a shorter fit stays in numpy up to ``NUMPY_BELOW_MB * 1000 / steps`` MB
+#: (:meth:`PGMEstimator.choose_path`; docs/performance.md, "Fit paths"). A
+#: compiled fit pays 15 to 20 CPU s of compile for every new clique structure
+#: (most rounds bring one), then steps cheaper than numpy's on some Adult
+#: models: the 100-step round fits of JAM-PGM's 8 to 46 MB models cost 1 to 3
+#: CPU s in numpy against 15 to 20 compiled, while AIM's 1,000-step fits of 8 to
+#: 37 MB models ran slower in numpy than compiled (a run past 980 CPU s against
+#: 928), so 1,000-step fits keep the 8 MB crossover.
 NUMPY_BELOW_MB = 8.0
+#: The numpy path propagates with :class:`~synth_core.inference.FactoredOracle`
+#: (messages contracted from the measured tables, no node table built) from
+#: this junction-tree size in MB on, with :class:`~synth_core.inference.TreeOracle`
+#: (Hugin on materialised nodes) below it. On the junction trees of one Adult
+#: JAM-PGM run (``benchmarks/fit_paths.py --captured``) the factored oracle cost
+#: 0.05 to 0.3 times Hugin's per call from 8.8 to 45 MB and 1.07 times at 8.3 MB;
+#: below 8 MB it ranged from 0.3 to 1.35 times (and twice Hugin's below 0.3 MB).
+FACTORED_FROM_MB = 8.0
 #: Environment variable forcing the fit path of ``path="auto"`` estimators: ``numpy`` or ``jax``.
 FIT_PATH_ENV = "SYNTH_FIT_PATH"
 FIT_PATHS = ("numpy", "jax")
@@ -430,6 +443,46 @@ def numpy_mirror_descent(oracle: TreeOracle, loss_fn: L2Loss, potentials: dict, 
     return theta, mu, loss, blocks
 
 
+@functools.lru_cache(maxsize=1)
+def _blas_threads_setter():
+    """OpenBLAS's ``openblas_set_num_threads_local`` (this thread only; returns the previous
+    count), from the OpenBLAS library numpy loaded, or ``None`` if there is none."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as fh:
+            path = next((line.split()[-1] for line in fh
+                         if "openblas" in line.lower() and ".so" in line), None)
+        setter = ctypes.CDLL(path).openblas_set_num_threads_local if path else None
+    except (OSError, AttributeError):
+        return None
+    if setter is not None:
+        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+    return setter
+
+
+@contextlib.contextmanager
+def single_blas_thread() -> Iterator[None]:
+    """OpenBLAS on one thread (this Python thread only) inside the block.
+
+    The factored oracle's contractions are many small matrix products
+    (``np.einsum`` along a planned path calls BLAS); OpenBLAS's worker
+    threads spin between them. On an Adult 45 MB model one oracle call cost
+    113 CPU ms with OpenBLAS's two threads and 16 with one (wall time fell
+    too, on a machine with other work). The results are the same: each
+    product's cells are computed by the same kernel either way.
+    """
+    setter = _blas_threads_setter()
+    if setter is None:
+        yield
+        return
+    previous = setter(1)
+    try:
+        yield
+    finally:
+        setter(previous)
+
+
 # -- the fitted model ---------------------------------------------------------------
 
 @dataclass
@@ -542,12 +595,16 @@ class PGMEstimator:
     def domain(self):
         return make_domain(self.sizes)
 
-    def choose_path(self, size_mb: float) -> str:
-        """The fit path for a junction tree of ``size_mb`` MB (see the class docstring)."""
+    def choose_path(self, size_mb: float, steps: int | None = None) -> str:
+        """The fit path for a junction tree of ``size_mb`` MB and a fit of at most ``steps``
+        steps (default ``max_iters``): numpy while ``size_mb * min(steps, 1000) <
+        NUMPY_BELOW_MB * 1000``, compiled JAX otherwise (numpy's cost grows with steps times
+        MB, the compiled path's is mostly the compile)."""
         forced = self.path if self.path != "auto" else os.environ.get(FIT_PATH_ENV, "").strip()
         if forced in FIT_PATHS:
             return forced
-        return "numpy" if size_mb < NUMPY_BELOW_MB else "jax"
+        steps = min(self.max_iters if steps is None else int(steps), 1000)
+        return "numpy" if size_mb * steps < NUMPY_BELOW_MB * 1000 else "jax"
 
     def uniform(self, total: float) -> FittedModel:
         return FittedModel(self.sizes, ModelMarginals.uniform(self.sizes, total), (), total, 0.0)
@@ -574,13 +631,16 @@ class PGMEstimator:
         max_blocks = max(1, -(-iters // STEPS_PER_BLOCK))
         tol = self.tol if tol is None else float(tol)
         size = model_size_mb(self.sizes, cliques)
-        path = self.choose_path(size)
+        path = self.choose_path(size, max_blocks * STEPS_PER_BLOCK)
         if path == "numpy":
             tree = junction_tree_of(self.sizes, cliques)
-            oracle = TreeOracle(self.sizes, cliques, tree)
-            fitted, mu, _, blocks = numpy_mirror_descent(
-                oracle, loss_fn, potentials, float(total), tol, max_blocks)
-            beliefs, edges = oracle.beliefs(fitted), tree[1]
+            kind = FactoredOracle if size >= FACTORED_FROM_MB else TreeOracle
+            oracle = kind(self.sizes, cliques, tree)
+            self.last_oracle = "factored" if kind is FactoredOracle else "tree"
+            with single_blas_thread():
+                fitted, mu, _, blocks = numpy_mirror_descent(
+                    oracle, loss_fn, potentials, float(total), tol, max_blocks)
+                beliefs, edges = oracle.beliefs(fitted), tree[1]
         else:
             with estimation():
                 fitted, mu, blocks, beliefs, edges = self._fit_compiled(

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synth_core.model import (FIT_PATH_ENV, NUMPY_BELOW_MB, FitMeasurement, PGMEstimator,
-                              model_size_mb)
+from synth_core.model import (FACTORED_FROM_MB, FIT_PATH_ENV, NUMPY_BELOW_MB, FitMeasurement,
+                              PGMEstimator, model_size_mb)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,12 +102,18 @@ def test_path_choice_by_size_and_forcing(monkeypatch):
     assert est.choose_path(0.0) == "numpy"
     assert est.choose_path(NUMPY_BELOW_MB * 0.999) == "numpy"
     assert est.choose_path(NUMPY_BELOW_MB) == "jax"
-    assert est.choose_path(50.0) == "jax"
+    assert est.choose_path(NUMPY_BELOW_MB * 2) == "jax"
+    # a shorter fit stays in numpy on a larger model: steps times MB decides
+    assert est.choose_path(NUMPY_BELOW_MB * 10 * 0.999, steps=100) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB * 10, steps=100) == "jax"
+    assert est.choose_path(NUMPY_BELOW_MB * 5 * 0.999, steps=200) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB * 0.999, steps=5000) == "numpy"   # steps count up to 1000
+    assert PGMEstimator({"a": 2}, max_iters=100).choose_path(NUMPY_BELOW_MB * 5) == "numpy"
     assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"
     monkeypatch.setenv(FIT_PATH_ENV, "jax")
     assert est.choose_path(0.0) == "jax"
     monkeypatch.setenv(FIT_PATH_ENV, "numpy")
-    assert est.choose_path(50.0) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB * 2) == "numpy"
     assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"  # explicit wins
     with pytest.raises(ValueError, match="unknown fit path"):
         PGMEstimator({"a": 2}, path="torch")
@@ -117,10 +123,13 @@ def test_path_choice_by_size_and_forcing(monkeypatch):
     assert model_size_mb(small, [("a", "b")]) < NUMPY_BELOW_MB
     model = PGMEstimator(small).fit([FitMeasurement(("a", "b"), np.arange(12.0))], 66.0)
     assert model.path == "numpy"
-    big = {"a": 1100, "b": 1100}
-    assert model_size_mb(big, [("a", "b")]) >= NUMPY_BELOW_MB
-    est = PGMEstimator(big, max_iters=50)
-    assert est.fit([FitMeasurement(("a", "b"), np.ones(1_210_000))], 1_210_000.0).path == "jax"
+    big = {"a": 1100, "b": 1100}   # 9 MB
+    assert model_size_mb(big, [("a", "b")]) >= max(NUMPY_BELOW_MB, FACTORED_FROM_MB)
+    meas = [FitMeasurement(("a", "b"), np.ones(1_210_000))]
+    est = PGMEstimator(big, max_iters=50)   # a short fit: numpy, on the factored oracle
+    assert est.fit(meas, 1_210_000.0).path == "numpy" and est.last_oracle == "factored"
+    est = PGMEstimator(big, max_iters=1000, tol=1.0)   # a long one compiles (stops after three blocks)
+    assert est.fit(meas, 1_210_000.0).path == "jax"
 
 
 def test_crossover_constant_is_where_the_docs_say():
@@ -187,3 +196,36 @@ def two_way_gap(df, model) -> float:
                           minlength=int(np.prod(shape))) / len(df)
         gaps.append(np.abs(emp - model.counts(q) / model.total).sum())
     return max(gaps)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_factored_oracle_equals_hugin(seed):
+    """Factored message passing gives the Hugin oracle's marginals (random structures,
+    disconnected parts, columns in no clique, wide potentials)."""
+    from synth_core.inference import FactoredOracle, TreeOracle, maximal_cliques
+
+    rng = np.random.default_rng(seed)
+    sizes = {f"c{i}": int(rng.integers(2, 6)) for i in range(int(rng.integers(5, 9)))}
+    cols = list(sizes)
+    cliques = maximal_cliques([tuple(rng.choice(cols, size=int(rng.integers(1, 4)), replace=False))
+                               for _ in range(int(rng.integers(2, 7)))])
+    potentials = {cl: rng.normal(0, 3, [sizes[c] for c in cl]) for cl in cliques}
+    factored = FactoredOracle(sizes, cliques)(potentials, 250.0)
+    hugin = TreeOracle(sizes, cliques)(potentials, 250.0)
+    assert set(factored) == set(cliques)
+    for cl in cliques:
+        np.testing.assert_allclose(factored[cl], hugin[cl], rtol=1e-10, atol=1e-10)
+
+
+def test_factored_numpy_fit_agrees_with_compiled(monkeypatch):
+    """With the factored oracle forced for every size, the numpy fit still matches the
+    compiled one to 1e-6 (cold and warm fits)."""
+    from synth_core import model
+
+    monkeypatch.setattr(model, "FACTORED_FROM_MB", 0.0)
+    sizes, meas, n = random_model(0)
+    fits = _fit_both(sizes, meas, n, iters=150)
+    est = PGMEstimator(sizes, max_iters=50, path="numpy")
+    est.fit(meas, n)
+    assert est.last_oracle == "factored"
+    _assert_agree(sizes, fits, atol=1e-6)
