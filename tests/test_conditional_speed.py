@@ -72,11 +72,13 @@ def test_phase_timers_count_a_phase_once_when_nested():
 @pytest.mark.slow
 def test_vjam_pgm_fits_rounds_with_hugin_and_the_final_fit_by_size(monkeypatch):
     """vJAM-PGM's rounds fit 100 iterations: Hugin (cheaper to compile); the
-    final fit (1,000 iterations) goes back to the size rule (``auto``)."""
-    from synth_core import Synthesizer
+    final fit (1,000 iterations) goes back to the size rule (``auto``). On the
+    joint model: a pattern model (the default where it fits) compiles nothing."""
+    from synth_core import Synthesizer, conditional
     from tiny_tables import FIT, PRIVATE, SCHEMA
 
     monkeypatch.setenv("SYNTH_FIT_PATH", "jax")
+    monkeypatch.setattr(conditional, "CONDITIONAL_MODEL", "joint")
     synth = Synthesizer("vjam-pgm", epsilon=1.0, seed=0, rounds=3, workload="all-2way",
                         conditional=True, **FIT)
     oracles = [synth.engine.estimator.oracle
