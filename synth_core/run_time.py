@@ -5,7 +5,7 @@ For a run of mechanism ``m`` with ``R`` rounds on a table of ``n`` rows and
 sizes), ``I`` per-round and ``F`` final fit iterations::
 
     seconds = a_m + b_m * R * (1 + n / 10_000) + s_m * R * W / 10_000
-              + c_m * (R * I / (e_m + 1) + F) * R ** e_m * C / 100
+              + c_m * (R * I / (e_m + 1) + F) * R ** e_m * C / 100 * epsilon ** g_m
 
 ``a_m`` is the fixed start-up (preparing the inputs, the workload, the
 first model), ``b_m`` the per-round cost of measuring on the rows, ``s_m``
@@ -15,7 +15,11 @@ iterations times model size, taken as growing with the rounds done as
 ``R ** e_m`` and in proportion to the domain (over the rounds it averages
 ``R ** e_m * C / (e_m + 1)``). The exponent ``e_m`` is chosen per mechanism
 among 1, 1.5, 2, 2.5 and 3 (the best fit): the junction tree of a PGM model
-grows faster than the number of marginals in it once cliques merge. When the
+grows faster than the number of marginals in it once cliques merge. With
+more epsilon a mechanism that makes a fixed number of rounds picks larger
+marginals (less noise per cell), so its model grows with epsilon:
+``epsilon ** g_m``, ``g_m`` chosen among 0, 0.5, 1, 1.5 and 2 where the
+measured runs span several epsilons (else 0). When the
 mechanism adapts its number of rounds (``rounds`` is None), ``R`` is
 predicted as ``k_m * d ** q_m * epsilon ** p_m`` (fitted on the rounds the
 measured runs made).
@@ -90,11 +94,14 @@ def model_key(features: dict) -> str:
     return features["mechanism"] + ("+conditional" if features.get("conditional") else "")
 
 
-def term_values(features: dict, rounds: float, exponent: float = 1.0) -> list[float]:
+def term_values(features: dict, rounds: float, exponent: float = 1.0,
+                epsilon_exponent: float = 0.0) -> list[float]:
     """The model's terms (start, rounds, select, fit) of a run making ``rounds``
-    rounds, the model size growing as ``rounds ** exponent``."""
+    rounds, the model size growing as ``rounds ** exponent * epsilon **
+    epsilon_exponent``."""
     work = (rounds * features["round_fit_iters"] / (exponent + 1) + features["final_fit_iters"]) \
-        * rounds ** exponent * features["cells"] / CELL_SCALE
+        * rounds ** exponent * features["cells"] / CELL_SCALE \
+        * features["epsilon"] ** epsilon_exponent
     return [1.0, rounds * (1 + features["rows"] / ROW_SCALE),
             rounds * features["workload_cells"] / WORKLOAD_SCALE, work]
 
@@ -111,7 +118,8 @@ def estimate_from_features(features: dict, calibration: dict | None = None) -> f
     """Estimated CPU seconds of a run with these features (ConfigError when the
     mechanism has no calibration)."""
     entry = calibration_entry(features, calibration)
-    terms = term_values(features, predicted_rounds(features, entry), entry.get("exponent", 1.0))
+    terms = term_values(features, predicted_rounds(features, entry), entry.get("exponent", 1.0),
+                        entry.get("epsilon_exponent", 0.0))
     return float(sum(c * t for c, t in zip(entry["coef"], terms)))
 
 
@@ -192,21 +200,27 @@ def fit_rounds(records: list[dict]) -> dict:
 
 #: the model-size exponents tried (the one with the smallest relative error is kept)
 EXPONENTS = (1.0, 1.5, 2.0, 2.5, 3.0)
+#: the exponents of epsilon in the model size tried (runs at one epsilon: 0 only)
+EPSILON_EXPONENTS = (0.0, 0.5, 1.0, 1.5, 2.0)
 
 
 def fit_entry(records: list[dict]) -> dict:
-    """One mechanism's constants and model-size exponent, minimising the squared
+    """One mechanism's constants and model-size exponents, minimising the squared
     relative error of the measured CPU seconds (``run_cpu_s``) given the rounds
-    the runs made; the smallest exponent wins a tie."""
+    the runs made; the smallest exponents win a tie."""
     y = np.array([r["run_cpu_s"] for r in records], float)
+    several = len({r["epsilon"] for r in records}) > 1
     best = None
-    for exponent in EXPONENTS:
-        x = np.array([term_values(r, r["rounds_run"], exponent) for r in records], float)
+    for exponent, eps_exponent in itertools.product(
+            EXPONENTS, EPSILON_EXPONENTS if several else (0.0,)):
+        x = np.array([term_values(r, r["rounds_run"], exponent, eps_exponent) for r in records],
+                     float)
         coef = nonnegative_fit(x / y[:, None], np.ones_like(y))
         res = float(np.sum((x @ coef / y - 1) ** 2))
         if best is None or res < best[0] * (1 - 1e-3) - 1e-9:
-            best = (res, exponent, coef)
-    entry = {"coef": [float(c) for c in best[2]], "exponent": best[1], "runs": len(records)}
+            best = (res, exponent, eps_exponent, coef)
+    entry = {"coef": [float(c) for c in best[3]], "exponent": best[1],
+             "epsilon_exponent": best[2], "runs": len(records)}
     if any(r["planned_rounds"] is None for r in records):
         entry.update(fit_rounds(records))
     return entry
@@ -236,7 +250,7 @@ def fit_calibration(records: list[dict]) -> dict:
         groups.setdefault(model_key(r), []).append(r)
     groups = {k: v for k, v in groups.items() if not family_knows_more(k, v, groups)}
     return {"model": "seconds = a + b * R * (1 + rows/10000) + s * R * workload_cells/10000 "
-                     "+ c * (R * I / (e + 1) + F) * R ** e * cells/100",
+                     "+ c * (R * I / (e + 1) + F) * R ** e * cells/100 * epsilon ** g",
             "terms": list(TERMS), "unit": "CPU seconds (user + system) of the run",
             "command": "PYTHONPATH=$PWD nice -n 5 python benchmarks/runtime_model.py",
             "models": {k: fit_entry(v) for k, v in sorted(groups.items())}}

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synth_core import Synthesizer, conditional
+from synth_core import Synthesizer, conditional, pattern_model
 from synth_core.conditional import generate_conditionally
 from synth_core.model import FitMeasurement, PGMEstimator
 from synth_core.pattern_model import (PATTERN_PATH, PatternEstimator, PatternModel,
@@ -70,7 +70,14 @@ def test_marginals_equal_brute_force_enumeration(patterns):
                                    err_msg=str(clique))
 
 
-def test_a_fit_to_exact_marginals_reproduces_them(patterns):
+@pytest.fixture
+def patterns_always(monkeypatch):
+    """The pattern model whatever the joint model's size (these tables are tiny, so
+    their joint junction trees are smaller than any pattern model)."""
+    monkeypatch.setattr(pattern_model, "JOINT_CELLS_FACTOR", float("inf"))
+
+
+def test_a_fit_to_exact_marginals_reproduces_them(patterns, patterns_always):
     """The conditional model with these cliques can match their data marginals (moment
     matching): a long fit to the exact counts gets every fitted marginal to them
     (the uniform start is tens of counts off: x takes 2 of its 3 values per a)."""
@@ -122,7 +129,30 @@ def test_draws_keep_public_values_and_follow_the_model(patterns):
             assert np.all(np.abs(got - expected) <= 5 * np.sqrt(expected) + 5), (method, clique)
 
 
-def test_conditional_runs_fit_pattern_models(small_private, small_schema, monkeypatch):
+def test_the_smaller_of_pattern_and_joint_model_is_fitted(patterns, monkeypatch):
+    """A pattern model of ``K x |U|`` cells is fitted only while it is at most
+    JOINT_CELLS_FACTOR times the joint junction tree's cells."""
+    from synth_core.model import model_size_mb
+    public = set(patterns.columns)
+    U = [c for c in SIZES if c not in public and any(c in cl and set(cl) & public
+                                                     for cl in CLIQUES)]
+    pattern_cells = len(patterns) * int(np.prod([SIZES[c] for c in U]))
+    joint_cells = model_size_mb(SIZES, CLIQUES) * 2 ** 20 / 8
+
+    def fitted(factor: float | None = None) -> bool:
+        if factor is not None:
+            monkeypatch.setattr(pattern_model, "JOINT_CELLS_FACTOR", factor)
+        est = PatternEstimator.replacing(PGMEstimator(SIZES, max_iters=10, path="numpy"),
+                                         patterns)
+        return est.structure(CLIQUES) is not None
+
+    assert fitted() == (pattern_cells <= joint_cells)
+    ratio = pattern_cells / joint_cells
+    assert fitted(ratio * 1.01) and not fitted(ratio * 0.99)
+
+
+def test_conditional_runs_fit_pattern_models(small_private, small_schema, monkeypatch,
+                                             patterns_always):
     """A conditional run on the memory backend fits pattern models (every round's
     fit_path) and keeps every record's public values; with CONDITIONAL_MODEL
     "joint" it fits the joint Private-PGM model."""
