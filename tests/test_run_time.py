@@ -69,6 +69,25 @@ def synthetic_run(mechanism: str, rows: int, seconds: float, conditional: bool =
             "run_cpu_s": seconds}
 
 
+def test_fit_cost_growing_with_epsilon_is_recovered():
+    """Runs of a fixed-rounds mechanism whose fits cost ``epsilon ** 1.5`` more at
+    more epsilon (larger marginals picked): the fit finds ``g = 1.5`` and predicts
+    an epsilon it did not see; at one epsilon ``g`` is not identified and is 0."""
+    def run(eps: float, rows: int) -> dict:
+        r = synthetic_run("mwem-pgm", rows, 0.0)
+        r["epsilon"] = eps
+        r["run_cpu_s"] = 0.5 + 0.002 * run_time.term_values(r, 30, 1.0, 1.5)[3]
+        return r
+    recs = [run(e, n) for e in (0.3, 1.0, 3.0) for n in (1000, 30000)]
+    entry = run_time.fit_entry(recs)
+    assert entry["epsilon_exponent"] == 1.5 and entry["exponent"] == 1.0
+    unseen = run(10.0, 5000)
+    calibration = {"models": {"mwem-pgm": entry}}
+    assert run_time.estimate_from_features(unseen, calibration) == \
+        pytest.approx(unseen["run_cpu_s"], rel=1e-6)
+    assert run_time.fit_entry([r for r in recs if r["epsilon"] == 1.0])["epsilon_exponent"] == 0.0
+
+
 def test_a_variant_measured_on_one_table_takes_the_constants_of_a_family_measured_on_more():
     """vJAM-PGM and its conditional variant measured on one table, JAM-PGM on
     two: both variants use JAM-PGM's constants (the conditional one two steps
