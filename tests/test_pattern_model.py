@@ -133,9 +133,7 @@ def test_the_smaller_of_pattern_and_joint_model_is_fitted(patterns, monkeypatch)
     """A pattern model of ``K x |U|`` cells is fitted only while it is at most
     JOINT_CELLS_FACTOR times the joint junction tree's cells."""
     from synth_core.model import model_size_mb
-    public = set(patterns.columns)
-    U = [c for c in SIZES if c not in public and any(c in cl and set(cl) & public
-                                                     for cl in CLIQUES)]
+    U = PatternStructure(SIZES, patterns, CLIQUES).U
     pattern_cells = len(patterns) * int(np.prod([SIZES[c] for c in U]))
     joint_cells = model_size_mb(SIZES, CLIQUES) * 2 ** 20 / 8
 
