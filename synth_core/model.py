@@ -1,15 +1,18 @@
 """Private-PGM (``mbi``) wrapper: fit, exact marginals, sample.
 
-A fit runs on one of two paths, chosen by the junction tree's size
-(:data:`NUMPY_BELOW_MB`, docs/performance.md, "Fit paths"):
+A fit runs on one of two paths (docs/performance.md, "Fit paths"): numpy
+below :data:`NUMPY_BELOW_MB`, and from it on whichever a cost model of the
+fit (:func:`fit_costs`, planned work only, so the choice is deterministic)
+says is cheaper:
 
-* **numpy** for small models: the same mirror descent, step rule and stopping
+* **numpy**: the same mirror descent, step rule and stopping
   test as the compiled program (:func:`numpy_mirror_descent`), on a junction
-  tree built and propagated in numpy (:class:`~synth_core.inference.TreeOracle`);
+  tree built and propagated in numpy (:class:`~synth_core.inference.TreeOracle`,
+  or :class:`~synth_core.inference.FactoredOracle` on large trees);
   the model samples in numpy too. Neither JAX nor ``mbi`` is imported: both
   load on first use of the compiled path (:func:`_mbi`).
-* **jax** for larger ones, because every new clique structure is a new
-  compiled JAX program (docs/performance.md, "Where the time goes"):
+* **jax**: one compiled JAX program per clique structure
+  (docs/performance.md, "Where the time goes"):
 
 * one compiled program per fit, with a single marginal-oracle call site:
   ``mbi``'s mirror descent with Armijo line search, shifted so that each step
@@ -54,25 +57,29 @@ from .runtime import estimation, prepare_process
 
 Clique = tuple[str, ...]
 
-#: A fit of at most 1,000 steps runs in numpy (:func:`numpy_mirror_descent`)
-#: below this junction-tree size in MB, as a compiled JAX program from it on;
-#: a shorter fit stays in numpy up to ``NUMPY_BELOW_MB * 1000 / steps`` MB
-#: (:meth:`PGMEstimator.choose_path`; docs/performance.md, "Fit paths"). A
-#: compiled fit pays 15 to 20 CPU s of compile for every new clique structure
-#: (most rounds bring one), then steps cheaper than numpy's on some Adult
-#: models: the 100-step round fits of JAM-PGM's 8 to 46 MB models cost 1 to 3
-#: CPU s in numpy against 15 to 20 compiled, while AIM's 1,000-step fits of 8 to
-#: 37 MB models ran slower in numpy than compiled (a run past 980 CPU s against
-#: 928), so 1,000-step fits keep the 8 MB crossover.
+#: Every fit of a junction tree below this size (MB) runs in numpy on
+#: :class:`~synth_core.inference.TreeOracle` (Hugin on materialised nodes);
+#: from it on, a fit runs on the path its cost model (:func:`fit_costs`)
+#: says is cheaper, the numpy one with
+#: :class:`~synth_core.inference.FactoredOracle` (docs/performance.md, "Fit paths").
 NUMPY_BELOW_MB = 8.0
-#: The numpy path propagates with :class:`~synth_core.inference.FactoredOracle`
-#: (messages contracted from the measured tables, no node table built) from
-#: this junction-tree size in MB on, with :class:`~synth_core.inference.TreeOracle`
-#: (Hugin on materialised nodes) below it. On the junction trees of one Adult
-#: JAM-PGM run (``benchmarks/fit_paths.py --captured``) the factored oracle cost
-#: 0.05 to 0.3 times Hugin's per call from 8.8 to 45 MB and 1.07 times at 8.3 MB;
-#: below 8 MB it ranged from 0.3 to 1.35 times (and twice Hugin's below 0.3 MB).
-FACTORED_FROM_MB = 8.0
+#: The junction-tree size (MB) from which the numpy path propagates with
+#: :class:`~synth_core.inference.FactoredOracle` (messages contracted from the
+#: measured tables) instead of Hugin. On the junction trees of one Adult
+#: JAM-PGM run the factored oracle cost 0.05 to 0.3 times Hugin's per call from
+#: 8.8 to 45 MB and 1.07 times at 8.3 MB; below 8 MB it ranged from 0.3 to 1.35
+#: times (and twice Hugin's below 0.3 MB).
+FACTORED_FROM_MB = NUMPY_BELOW_MB
+#: The compiled path's cost model, CPU seconds (fitted to the captured fits of
+#: Adult runs of AIM, JAM-PGM and vJAM-PGM, ``benchmarks/fit_paths.py
+#: --captured``): a structure this estimator has not compiled yet costs
+#: ``COMPILE_SECONDS`` (15 to 20 s on 8 to 51 MB models, nearly all XLA's
+#: compile), and each step ``COMPILED_STEP_SECONDS_PER_MB`` per junction-tree MB.
+COMPILE_SECONDS = 16.0
+COMPILED_STEP_SECONDS_PER_MB = 0.00075
+#: A numpy step costs this many oracle calls (the loss, its gradient and the
+#: line-search test on the measured tables add about a fifth).
+NUMPY_STEP_CALLS = 1.2
 #: Environment variable forcing the fit path of ``path="auto"`` estimators: ``numpy`` or ``jax``.
 FIT_PATH_ENV = "SYNTH_FIT_PATH"
 FIT_PATHS = ("numpy", "jax")
@@ -324,6 +331,19 @@ def _fit_program():
     return jax.jit(_fit_body, static_argnames=("oracle_name",))
 
 
+def fit_costs(size_mb: float, steps: int, oracle_seconds: float, compiled: bool) -> dict[str, float]:
+    """Estimated CPU seconds of a fit of at most ``steps`` steps on each path.
+
+    numpy: ``steps * NUMPY_STEP_CALLS * oracle_seconds`` (the factored oracle's own
+    estimate, :meth:`~synth_core.inference.FactoredOracle.estimated_call_seconds`);
+    jax: ``COMPILE_SECONDS`` unless the structure was compiled before, plus
+    ``steps * COMPILED_STEP_SECONDS_PER_MB * size_mb``.
+    """
+    return {"numpy": steps * NUMPY_STEP_CALLS * oracle_seconds,
+            "jax": (0.0 if compiled else COMPILE_SECONDS) +
+            steps * COMPILED_STEP_SECONDS_PER_MB * size_mb}
+
+
 def expand_potentials(sizes: Mapping[str, int], potentials: Mapping[Clique, np.ndarray],
                       cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
     """Warm start: the old log-potentials re-expressed on ``cliques`` (same distribution).
@@ -570,9 +590,10 @@ class PGMEstimator:
             (two blocks in a row).
         oracle: ``hugin``, ``implicit`` (see :data:`ORACLE_NAMES`) or ``auto``
             (by junction-tree size, :data:`IMPLICIT_FROM_MB`); compiled path only.
-        path: ``numpy``, ``jax`` or ``auto``: numpy below :data:`NUMPY_BELOW_MB`
-            (junction-tree MB), compiled JAX from there on; ``auto`` yields to
-            the environment variable :data:`FIT_PATH_ENV` when it is set.
+        path: ``numpy``, ``jax`` or ``auto`` (numpy below :data:`NUMPY_BELOW_MB`
+            junction-tree MB, from there on the cheaper by :func:`fit_costs`);
+            ``auto`` yields to the environment variable :data:`FIT_PATH_ENV`
+            when it is set.
     """
 
     def __init__(self, sizes: Mapping[str, int], *, max_iters: int = 1000, tol: float = 1e-6,
@@ -590,21 +611,28 @@ class PGMEstimator:
         self.last_oracle: str | None = None
         self.last_path: str | None = None
         self.compiles = 0
+        #: the clique structures this estimator fitted on the compiled path
+        self._compiled: set[tuple[Clique, ...]] = set()
 
     @property
     def domain(self):
         return make_domain(self.sizes)
 
-    def choose_path(self, size_mb: float, steps: int | None = None) -> str:
-        """The fit path for a junction tree of ``size_mb`` MB and a fit of at most ``steps``
-        steps (default ``max_iters``): numpy while ``size_mb * min(steps, 1000) <
-        NUMPY_BELOW_MB * 1000``, compiled JAX otherwise (numpy's cost grows with steps times
-        MB, the compiled path's is mostly the compile)."""
+    def choose_path(self, size_mb: float, steps: int | None = None,
+                    oracle_seconds: float | None = None, compiled: bool = False) -> str:
+        """The fit path of a junction tree of ``size_mb`` MB and a fit of at most ``steps``
+        steps (default ``max_iters``): numpy below :data:`NUMPY_BELOW_MB`; from it on the
+        cheaper path by :func:`fit_costs`, given the factored oracle's estimated seconds per
+        call (``oracle_seconds``, numpy if not given) and whether this estimator compiled
+        the structure before. Deterministic: it reads no clock."""
         forced = self.path if self.path != "auto" else os.environ.get(FIT_PATH_ENV, "").strip()
         if forced in FIT_PATHS:
             return forced
-        steps = min(self.max_iters if steps is None else int(steps), 1000)
-        return "numpy" if size_mb * steps < NUMPY_BELOW_MB * 1000 else "jax"
+        if size_mb < NUMPY_BELOW_MB or oracle_seconds is None:
+            return "numpy"
+        steps = self.max_iters if steps is None else int(steps)
+        costs = fit_costs(size_mb, steps, oracle_seconds, compiled)
+        return "numpy" if costs["numpy"] <= costs["jax"] else "jax"
 
     def uniform(self, total: float) -> FittedModel:
         return FittedModel(self.sizes, ModelMarginals.uniform(self.sizes, total), (), total, 0.0)
@@ -631,12 +659,17 @@ class PGMEstimator:
         max_blocks = max(1, -(-iters // STEPS_PER_BLOCK))
         tol = self.tol if tol is None else float(tol)
         size = model_size_mb(self.sizes, cliques)
-        path = self.choose_path(size, max_blocks * STEPS_PER_BLOCK)
-        if path == "numpy":
+        oracle = tree = None
+        if size >= FACTORED_FROM_MB:
             tree = junction_tree_of(self.sizes, cliques)
-            kind = FactoredOracle if size >= FACTORED_FROM_MB else TreeOracle
-            oracle = kind(self.sizes, cliques, tree)
-            self.last_oracle = "factored" if kind is FactoredOracle else "tree"
+            oracle = FactoredOracle(self.sizes, cliques, tree)
+        path = self.choose_path(size, max_blocks * STEPS_PER_BLOCK,
+                                None if oracle is None else oracle.estimated_call_seconds(),
+                                cliques in self._compiled)
+        if path == "numpy":
+            tree = tree or junction_tree_of(self.sizes, cliques)
+            oracle = oracle or TreeOracle(self.sizes, cliques, tree)
+            self.last_oracle = "factored" if isinstance(oracle, FactoredOracle) else "tree"
             with single_blas_thread():
                 fitted, mu, _, blocks = numpy_mirror_descent(
                     oracle, loss_fn, potentials, float(total), tol, max_blocks)
@@ -645,6 +678,7 @@ class PGMEstimator:
             with estimation():
                 fitted, mu, blocks, beliefs, edges = self._fit_compiled(
                     merged, cliques, potentials, float(total), tol, max_blocks, size)
+            self._compiled.add(cliques)
         self.last_path = path
         view = ModelMarginals(self.sizes, beliefs, edges, float(total))
         return FittedModel(self.sizes, view, cliques, float(total), size, potentials=fitted,

@@ -96,40 +96,59 @@ def test_numpy_loss_and_total_match_mbi():
     assert est.estimate_total(merged) == pytest.approx(total, rel=1e-12)
 
 
-def test_path_choice_by_size_and_forcing(monkeypatch):
+def test_path_choice_by_size_cost_and_forcing(monkeypatch):
+    from synth_core.model import COMPILE_SECONDS, COMPILED_STEP_SECONDS_PER_MB, fit_costs
+
     monkeypatch.delenv(FIT_PATH_ENV, raising=False)
     est = PGMEstimator({"a": 2})
+    # below the crossover always numpy, whatever the oracle's estimate
     assert est.choose_path(0.0) == "numpy"
-    assert est.choose_path(NUMPY_BELOW_MB * 0.999) == "numpy"
-    assert est.choose_path(NUMPY_BELOW_MB) == "jax"
-    assert est.choose_path(NUMPY_BELOW_MB * 2) == "jax"
-    # a shorter fit stays in numpy on a larger model: steps times MB decides
-    assert est.choose_path(NUMPY_BELOW_MB * 10 * 0.999, steps=100) == "numpy"
-    assert est.choose_path(NUMPY_BELOW_MB * 10, steps=100) == "jax"
-    assert est.choose_path(NUMPY_BELOW_MB * 5 * 0.999, steps=200) == "numpy"
-    assert est.choose_path(NUMPY_BELOW_MB * 0.999, steps=5000) == "numpy"   # steps count up to 1000
-    assert PGMEstimator({"a": 2}, max_iters=100).choose_path(NUMPY_BELOW_MB * 5) == "numpy"
+    assert est.choose_path(NUMPY_BELOW_MB * 0.999, 1000, oracle_seconds=10.0) == "numpy"
+    # from it on, the cheaper path by the cost model: compile + per-MB steps against
+    # steps * oracle calls
+    mb = NUMPY_BELOW_MB * 4
+    jax_cost = COMPILE_SECONDS + 1000 * COMPILED_STEP_SECONDS_PER_MB * mb
+    assert fit_costs(mb, 1000, 0.01, False)["jax"] == pytest.approx(jax_cost)
+    even = jax_cost / fit_costs(mb, 1000, 1.0, False)["numpy"]   # oracle seconds where they tie
+    assert est.choose_path(mb, 1000, oracle_seconds=even * 0.99) == "numpy"
+    assert est.choose_path(mb, 1000, oracle_seconds=even * 1.01) == "jax"
+    # a structure this estimator compiled before costs no compile: the compiled path wins sooner
+    reuse = fit_costs(mb, 1000, 1.0, True)
+    assert reuse["jax"] == pytest.approx(jax_cost - COMPILE_SECONDS)
+    assert est.choose_path(mb, 1000, oracle_seconds=even * 0.99, compiled=True) == "jax"
+    # shorter fits stay in numpy on slower oracles (the compile is paid once per fit)
+    assert est.choose_path(mb, 100, oracle_seconds=even * 3) == "numpy"
     assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"
     monkeypatch.setenv(FIT_PATH_ENV, "jax")
     assert est.choose_path(0.0) == "jax"
     monkeypatch.setenv(FIT_PATH_ENV, "numpy")
-    assert est.choose_path(NUMPY_BELOW_MB * 2) == "numpy"
+    assert est.choose_path(mb, 1000, oracle_seconds=100.0) == "numpy"
     assert PGMEstimator({"a": 2}, path="jax").choose_path(0.0) == "jax"  # explicit wins
     with pytest.raises(ValueError, match="unknown fit path"):
         PGMEstimator({"a": 2}, path="torch")
-    # a fit below the crossover runs in numpy, one above it compiles
-    monkeypatch.delenv(FIT_PATH_ENV)
+
+
+def test_fit_takes_the_path_its_costs_choose(monkeypatch):
+    """A real fit below the crossover runs in numpy; above it the factored oracle's estimate
+    decides, and a structure compiled once is refitted compiled."""
+    from synth_core import model
+
+    monkeypatch.delenv(FIT_PATH_ENV, raising=False)
     small = {"a": 3, "b": 4}
     assert model_size_mb(small, [("a", "b")]) < NUMPY_BELOW_MB
-    model = PGMEstimator(small).fit([FitMeasurement(("a", "b"), np.arange(12.0))], 66.0)
-    assert model.path == "numpy"
+    fitted = PGMEstimator(small).fit([FitMeasurement(("a", "b"), np.arange(12.0))], 66.0)
+    assert fitted.path == "numpy"
     big = {"a": 1100, "b": 1100}   # 9 MB
     assert model_size_mb(big, [("a", "b")]) >= max(NUMPY_BELOW_MB, FACTORED_FROM_MB)
     meas = [FitMeasurement(("a", "b"), np.ones(1_210_000))]
-    est = PGMEstimator(big, max_iters=50)   # a short fit: numpy, on the factored oracle
+    est = PGMEstimator(big, max_iters=1000, tol=1.0)   # stops after three blocks
     assert est.fit(meas, 1_210_000.0).path == "numpy" and est.last_oracle == "factored"
-    est = PGMEstimator(big, max_iters=1000, tol=1.0)   # a long one compiles (stops after three blocks)
-    assert est.fit(meas, 1_210_000.0).path == "jax"
+    monkeypatch.setattr(model, "NUMPY_STEP_CALLS", 1e6)   # numpy steps priced out
+    assert est.fit(meas, 1_210_000.0).path == "jax" and est.compiles == 1
+    monkeypatch.setattr(model, "NUMPY_STEP_CALLS", 1.2)
+    monkeypatch.setattr(model, "COMPILED_STEP_SECONDS_PER_MB", 0.0)
+    assert est.fit(meas, 1_210_000.0).path == "jax" and est.compiles == 1   # compiled before
+    assert PGMEstimator(big, max_iters=1000, tol=1.0).fit(meas, 1_210_000.0).path == "numpy"
 
 
 def test_crossover_constant_is_where_the_docs_say():
@@ -213,6 +232,26 @@ def test_factored_oracle_equals_hugin(seed):
     factored = FactoredOracle(sizes, cliques)(potentials, 250.0)
     hugin = TreeOracle(sizes, cliques)(potentials, 250.0)
     assert set(factored) == set(cliques)
+    for cl in cliques:
+        np.testing.assert_allclose(factored[cl], hugin[cl], rtol=1e-10, atol=1e-10)
+
+
+def test_factored_oracle_node_tables_equal_hugin():
+    """A node home to many cliques is built once and summed down (the cost model picks it on
+    this structure): the marginals are still Hugin's."""
+    from itertools import combinations
+
+    from synth_core.inference import FactoredOracle, TreeOracle
+
+    rng = np.random.default_rng(3)
+    sizes = {f"c{i}": int(rng.integers(3, 7)) for i in range(8)}
+    inner = list(sizes)[:6]
+    cliques = list(combinations(inner, 3)) + [("c5", "c6"), ("c6", "c7"), ("c0", "c7")]
+    potentials = {cl: rng.normal(0, 2, [sizes[c] for c in cl]) for cl in cliques}
+    oracle = FactoredOracle(sizes, cliques)
+    assert oracle.node_tables, "no node table chosen on a node home to twenty cliques"
+    assert oracle.estimated_call_seconds() > 0
+    factored, hugin = oracle(potentials, 90.0), TreeOracle(sizes, cliques)(potentials, 90.0)
     for cl in cliques:
         np.testing.assert_allclose(factored[cl], hugin[cl], rtol=1e-10, atol=1e-10)
 
