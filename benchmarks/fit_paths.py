@@ -11,12 +11,12 @@ Three parts:
   compiled program reused: what a repeated measurement costs).
   On such chains every junction-tree node is a measured clique, so the
   factored oracle has nothing to save; ``kind=captured`` below measures the
-  Adult models that set :data:`synth_core.model.NUMPY_BELOW_MB` and
-  :data:`synth_core.model.FACTORED_FROM_MB`.
+  Adult models that calibrate the fit-path cost model
+  (:func:`synth_core.model.fit_costs`).
 * ``kind=run``: the Titanic sample end to end (``synth run``) in a fresh
   process, CPU seconds (user+sys of the child) as the median of ``--repeats``
   runs, once with the compiled path forced (``SYNTH_FIT_PATH=jax``) and once
-  by size (``auto``), with the workload error from the curator diagnostics.
+  as chosen (``auto``), with the workload error from the curator diagnostics.
 
 * ``kind=captured`` (``--captured DIR``): fits of real Adult models, pickled by
   ``ADULT_SPEED_CAPTURE=DIR benchmarks/adult_speed.py``: per-call CPU ms of the
@@ -24,7 +24,10 @@ Three parts:
   point, the numpy fit with the captured settings (fits of at most
   ``--max-numpy-steps`` steps) against the captured fit's CPU seconds and path,
   and the largest difference of the fitted marginals; with ``--jax`` also a
-  compiled fit of the structure, first (with its compile) and again.
+  compiled fit of the structure, first (with its compile) and again. Each
+  line also gives the fit-path cost model's estimates for the fit run cold
+  (``estimated_factored_ms`` per oracle call, ``estimated_numpy_s``,
+  ``estimated_jax_s``) and the path it would choose (``cold_choice``).
 
 Usage: ``PYTHONPATH=. python benchmarks/fit_paths.py [--repeats 3] [--skip-fits] [--skip-runs]
 [--captured DIR [--jax]]``
@@ -155,6 +158,23 @@ def oracle_ms(record: dict, kind, calls: int = 10) -> float:
     return (time.process_time() - before) * 1000 / calls
 
 
+def cost_model(record: dict) -> dict:
+    """What the fit-path cost model (``model.fit_costs``) estimates for the captured fit, cold."""
+    from synth_core.inference import FactoredOracle
+    from synth_core.model import (L2Loss, PGMEstimator, fit_costs, junction_tree_of, merge_repeated,
+                                  model_size_mb)
+
+    sizes = record["sizes"]
+    cliques = tuple(L2Loss(sizes, merge_repeated(record["measurements"])).cliques)
+    oracle = FactoredOracle(sizes, cliques, junction_tree_of(sizes, cliques))
+    call = oracle.estimated_call_seconds()
+    size = model_size_mb(sizes, cliques)
+    costs = fit_costs(size, record["max_iters"], call, False, PGMEstimator(sizes).compiled_oracle(size))
+    return {"estimated_factored_ms": round(call * 1000, 1),
+            "estimated_numpy_s": round(costs["numpy"], 1), "estimated_jax_s": round(costs["jax"], 1),
+            "cold_choice": min(costs, key=costs.get)}
+
+
 def captured_fit(record: dict, path: str) -> tuple[float, float, object]:
     """CPU seconds of the captured fit on ``path``, of a second one (compiled program reused), the model."""
     import types
@@ -184,7 +204,8 @@ def captured_rows(folder: Path, max_numpy_steps: int, with_jax: bool):
                "captured_path": record["path"], "captured_cpu_s": round(record["cpu"], 2),
                "captured_compiled": record["compiled"],
                "tree_oracle_ms": round(oracle_ms(record, TreeOracle), 1),
-               "factored_oracle_ms": round(oracle_ms(record, FactoredOracle), 1)}
+               "factored_oracle_ms": round(oracle_ms(record, FactoredOracle), 1),
+               **cost_model(record)}
         if record["max_iters"] <= max_numpy_steps:
             cpu, _, model = captured_fit(record, "numpy")
             row.update(numpy_cpu_s=round(cpu, 2), tree_mb=round(model.size_mb, 1),

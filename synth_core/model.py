@@ -70,13 +70,14 @@ NUMPY_BELOW_MB = 8.0
 #: 8.8 to 45 MB and 1.07 times at 8.3 MB; below 8 MB it ranged from 0.3 to 1.35
 #: times (and twice Hugin's below 0.3 MB).
 FACTORED_FROM_MB = NUMPY_BELOW_MB
-#: The compiled path's cost model, CPU seconds (fitted to the captured fits of
-#: Adult runs of AIM, JAM-PGM and vJAM-PGM, ``benchmarks/fit_paths.py
-#: --captured``): a structure this estimator has not compiled yet costs
-#: ``COMPILE_SECONDS`` (15 to 20 s on 8 to 51 MB models, nearly all XLA's
-#: compile), and each step ``COMPILED_STEP_SECONDS_PER_MB`` per junction-tree MB.
-COMPILE_SECONDS = 16.0
-COMPILED_STEP_SECONDS_PER_MB = 0.00075
+#: The compiled path's cost model, CPU seconds per oracle (fitted to the
+#: captured fits of Adult runs of AIM, JAM-PGM and vJAM-PGM, ``benchmarks/fit_paths.py
+#: --captured``): a structure this estimator has not compiled with that oracle
+#: costs ``COMPILE_SECONDS`` (nearly all XLA's compile; implicit 15 to 20 s on 8 to
+#: 51 MB models, Hugin 7.5 s at 50.7 MB), and each step ``COMPILED_STEP_SECONDS_PER_MB``
+#: per junction-tree MB (at 50.7 MB: implicit 44 ms, Hugin 220 ms).
+COMPILE_SECONDS = {"implicit": 16.0, "hugin": 8.0}
+COMPILED_STEP_SECONDS_PER_MB = {"implicit": 0.0008, "hugin": 0.0043}
 #: A numpy step costs this many oracle calls (the loss, its gradient and the
 #: line-search test on the measured tables add about a fifth).
 NUMPY_STEP_CALLS = 1.2
@@ -331,17 +332,18 @@ def _fit_program():
     return jax.jit(_fit_body, static_argnames=("oracle_name",))
 
 
-def fit_costs(size_mb: float, steps: int, oracle_seconds: float, compiled: bool) -> dict[str, float]:
+def fit_costs(size_mb: float, steps: int, oracle_seconds: float, compiled: bool,
+              compiled_oracle: str = "implicit") -> dict[str, float]:
     """Estimated CPU seconds of a fit of at most ``steps`` steps on each path.
 
     numpy: ``steps * NUMPY_STEP_CALLS * oracle_seconds`` (the factored oracle's own
     estimate, :meth:`~synth_core.inference.FactoredOracle.estimated_call_seconds`);
-    jax: ``COMPILE_SECONDS`` unless the structure was compiled before, plus
-    ``steps * COMPILED_STEP_SECONDS_PER_MB * size_mb``.
+    jax with ``compiled_oracle``: its ``COMPILE_SECONDS`` unless the structure was
+    compiled with it before, plus ``steps * COMPILED_STEP_SECONDS_PER_MB * size_mb``.
     """
     return {"numpy": steps * NUMPY_STEP_CALLS * oracle_seconds,
-            "jax": (0.0 if compiled else COMPILE_SECONDS) +
-            steps * COMPILED_STEP_SECONDS_PER_MB * size_mb}
+            "jax": (0.0 if compiled else COMPILE_SECONDS[compiled_oracle]) +
+            steps * COMPILED_STEP_SECONDS_PER_MB[compiled_oracle] * size_mb}
 
 
 def expand_potentials(sizes: Mapping[str, int], potentials: Mapping[Clique, np.ndarray],
@@ -611,27 +613,35 @@ class PGMEstimator:
         self.last_oracle: str | None = None
         self.last_path: str | None = None
         self.compiles = 0
-        #: the clique structures this estimator fitted on the compiled path
-        self._compiled: set[tuple[Clique, ...]] = set()
+        #: the (clique structure, oracle) pairs this estimator fitted on the compiled path
+        self._compiled: set[tuple[tuple[Clique, ...], str]] = set()
 
     @property
     def domain(self):
         return make_domain(self.sizes)
+
+    def compiled_oracle(self, size_mb: float) -> str:
+        """The oracle a compiled fit of a ``size_mb`` MB junction tree uses: the estimator's,
+        or by size with ``auto`` (implicit from :data:`IMPLICIT_FROM_MB`)."""
+        if self.oracle != "auto":
+            return self.oracle
+        return "implicit" if size_mb >= IMPLICIT_FROM_MB else "hugin"
 
     def choose_path(self, size_mb: float, steps: int | None = None,
                     oracle_seconds: float | None = None, compiled: bool = False) -> str:
         """The fit path of a junction tree of ``size_mb`` MB and a fit of at most ``steps``
         steps (default ``max_iters``): numpy below :data:`NUMPY_BELOW_MB`; from it on the
         cheaper path by :func:`fit_costs`, given the factored oracle's estimated seconds per
-        call (``oracle_seconds``, numpy if not given) and whether this estimator compiled
-        the structure before. Deterministic: it reads no clock."""
+        call (``oracle_seconds``, numpy if not given), the compiled path's oracle and
+        whether this estimator compiled the structure with it before. Deterministic: it
+        reads no clock."""
         forced = self.path if self.path != "auto" else os.environ.get(FIT_PATH_ENV, "").strip()
         if forced in FIT_PATHS:
             return forced
         if size_mb < NUMPY_BELOW_MB or oracle_seconds is None:
             return "numpy"
         steps = self.max_iters if steps is None else int(steps)
-        costs = fit_costs(size_mb, steps, oracle_seconds, compiled)
+        costs = fit_costs(size_mb, steps, oracle_seconds, compiled, self.compiled_oracle(size_mb))
         return "numpy" if costs["numpy"] <= costs["jax"] else "jax"
 
     def uniform(self, total: float) -> FittedModel:
@@ -665,7 +675,7 @@ class PGMEstimator:
             oracle = FactoredOracle(self.sizes, cliques, tree)
         path = self.choose_path(size, max_blocks * STEPS_PER_BLOCK,
                                 None if oracle is None else oracle.estimated_call_seconds(),
-                                cliques in self._compiled)
+                                (cliques, self.compiled_oracle(size)) in self._compiled)
         if path == "numpy":
             tree = tree or junction_tree_of(self.sizes, cliques)
             oracle = oracle or TreeOracle(self.sizes, cliques, tree)
@@ -678,7 +688,7 @@ class PGMEstimator:
             with estimation():
                 fitted, mu, blocks, beliefs, edges = self._fit_compiled(
                     merged, cliques, potentials, float(total), tol, max_blocks, size)
-            self._compiled.add(cliques)
+            self._compiled.add((cliques, self.compiled_oracle(size)))
         self.last_path = path
         view = ModelMarginals(self.sizes, beliefs, edges, float(total))
         return FittedModel(self.sizes, view, cliques, float(total), size, potentials=fitted,
@@ -697,9 +707,7 @@ class PGMEstimator:
         assert tuple(tuple(cl) for cl in loss_fn.cliques) == cliques
         tree, _ = m.junction_tree.make_junction_tree(domain, cliques)
         tree_cliques = tuple(sorted(tuple(cl) for cl in tree.nodes))
-        oracle = self.oracle
-        if oracle == "auto":
-            oracle = "implicit" if size >= IMPLICIT_FROM_MB else "hugin"
+        oracle = self.compiled_oracle(size)
         program = _fit_program()
         start = _clique_vector(domain, potentials)
         with _JAX_LOCK:

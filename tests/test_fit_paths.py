@@ -106,15 +106,21 @@ def test_path_choice_by_size_cost_and_forcing(monkeypatch):
     assert est.choose_path(NUMPY_BELOW_MB * 0.999, 1000, oracle_seconds=10.0) == "numpy"
     # from it on, the cheaper path by the cost model: compile + per-MB steps against
     # steps * oracle calls
-    mb = NUMPY_BELOW_MB * 4
-    jax_cost = COMPILE_SECONDS + 1000 * COMPILED_STEP_SECONDS_PER_MB * mb
+    mb = NUMPY_BELOW_MB * 4   # compiled with the implicit oracle (auto, from IMPLICIT_FROM_MB)
+    jax_cost = COMPILE_SECONDS["implicit"] + 1000 * COMPILED_STEP_SECONDS_PER_MB["implicit"] * mb
     assert fit_costs(mb, 1000, 0.01, False)["jax"] == pytest.approx(jax_cost)
+    hugin = fit_costs(mb, 1000, 0.01, False, "hugin")["jax"]
+    assert hugin == pytest.approx(COMPILE_SECONDS["hugin"] +
+                                  1000 * COMPILED_STEP_SECONDS_PER_MB["hugin"] * mb)
+    # Hugin's steps are dearer: an oracle estimate that loses to implicit beats Hugin
+    assert PGMEstimator({"a": 2}, oracle="hugin").choose_path(
+        mb, 1000, oracle_seconds=jax_cost / 1200 * 1.01) == "numpy"
     even = jax_cost / fit_costs(mb, 1000, 1.0, False)["numpy"]   # oracle seconds where they tie
     assert est.choose_path(mb, 1000, oracle_seconds=even * 0.99) == "numpy"
     assert est.choose_path(mb, 1000, oracle_seconds=even * 1.01) == "jax"
     # a structure this estimator compiled before costs no compile: the compiled path wins sooner
     reuse = fit_costs(mb, 1000, 1.0, True)
-    assert reuse["jax"] == pytest.approx(jax_cost - COMPILE_SECONDS)
+    assert reuse["jax"] == pytest.approx(jax_cost - COMPILE_SECONDS["implicit"])
     assert est.choose_path(mb, 1000, oracle_seconds=even * 0.99, compiled=True) == "jax"
     # shorter fits stay in numpy on slower oracles (the compile is paid once per fit)
     assert est.choose_path(mb, 100, oracle_seconds=even * 3) == "numpy"
@@ -146,7 +152,7 @@ def test_fit_takes_the_path_its_costs_choose(monkeypatch):
     monkeypatch.setattr(model, "NUMPY_STEP_CALLS", 1e6)   # numpy steps priced out
     assert est.fit(meas, 1_210_000.0).path == "jax" and est.compiles == 1
     monkeypatch.setattr(model, "NUMPY_STEP_CALLS", 1.2)
-    monkeypatch.setattr(model, "COMPILED_STEP_SECONDS_PER_MB", 0.0)
+    monkeypatch.setattr(model, "COMPILED_STEP_SECONDS_PER_MB", {"implicit": 0.0, "hugin": 0.0})
     assert est.fit(meas, 1_210_000.0).path == "jax" and est.compiles == 1   # compiled before
     assert PGMEstimator(big, max_iters=1000, tol=1.0).fit(meas, 1_210_000.0).path == "numpy"
 
