@@ -87,14 +87,22 @@ def show_rounds(events, status, planned, key):
             notes.pool_table(ev, table, f"{key}_{pick}")
 
 
-@st.fragment(run_every=POLL_SECONDS if wb.running else None)
+#: the run this page shows live: started and not collected yet. app.py collects
+#: a run that ended before this script run, but a short run (a fraction of a
+#: second) can end while the page is drawn, so two reads of ``wb.running`` here
+#: could disagree. This one read decides, and the live view polls until a full
+#: rerun has collected the run.
+started = wb.worker
+
+
+@st.fragment(run_every=POLL_SECONDS if started is not None else None)
 def live():
+    """The run in progress, redrawn every POLL_SECONDS; once it has ended (or
+    another tab on the same link collected it), one full rerun shows the outcome."""
     worker = wb.worker
-    if worker is None:
-        return
-    events, status = worker.snapshot()
+    events, status = worker.snapshot() if worker is not None else ([], None)
     if status != RUNNING:
-        st.rerun()  # the app collects the finished run and redraws everything
+        st.rerun()  # app.py collects the ended run; the page redraws it
     st.subheader(f"Running: {worker.label}")
     cfg = worker.synthesizer.config
     st.caption(f"Mode: {mode_text(cfg.run_mode, cfg.seed)}.")
@@ -103,7 +111,7 @@ def live():
     show_rounds(events, status, worker.rounds_planned, "live")
 
 
-if wb.running:
+if started is not None:
     live()
 elif wb.runs:
     run = wb.runs[-1]

@@ -19,9 +19,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -35,6 +37,13 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("WORKBENCH_ARTIFACTS", "/tmp/workbench-artifacts"))
 CURATOR_KEYS = {"curator", "scores", "workload_error", "per_marginal_error", "true_error",
                 "public_error", "exact_answer"}
+#: ``python -m streamlit`` with faulthandler armed: SIGUSR1 writes every thread's
+#: stack to the server's log (read by :func:`_server_threads` when a wait times out)
+LAUNCH = ("import faulthandler, runpy, signal, sys; "
+          "faulthandler.register(signal.SIGUSR1, all_threads=True); "
+          "sys.argv[0] = 'streamlit'; runpy.run_module('streamlit', run_name='__main__')")
+#: the servers the fixture started, by URL
+_SERVERS: dict[str, subprocess.Popen] = {}
 
 
 def _free_port() -> int:
@@ -50,11 +59,12 @@ def server(tmp_path_factory):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = open(ARTIFACTS / "streamlit.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-c", LAUNCH, "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    _SERVERS[url] = proc
 
     def healthy() -> bool:
         if proc.poll() is not None:
@@ -70,6 +80,7 @@ def server(tmp_path_factory):
         wait_until(healthy, 60, "streamlit's health check at " + url, interval=0.3)
         yield url
     finally:
+        _SERVERS.pop(url, None)
         proc.terminate()
         try:
             proc.wait(10)
@@ -113,6 +124,83 @@ def _goto(page, title: str) -> None:
     """Navigate with the sidebar (keeps the session, unlike a new URL)."""
     page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
     page.get_by_role("heading", name=title, exact=True).wait_for(timeout=30_000)
+
+
+def _attempt(what: str, fn) -> str:
+    """``fn()`` as text, or why it could not be had (a diagnosis never masks the failure)."""
+    try:
+        return str(fn())
+    except Exception as exc:  # noqa: BLE001 - part of a failure message
+        return f"({what} unavailable: {type(exc).__name__}: {str(exc)[:200]})"
+
+
+def _page_text(page, limit: int = 1500) -> str:
+    """The page's main area and sidebar as one line each (whitespace collapsed)."""
+    def text(test_id):
+        return " ".join(page.get_by_test_id(test_id).first.inner_text(timeout=5_000).split())
+    return "\n".join(f"  {test_id}: " + _attempt(test_id, lambda: text(test_id)[:limit])
+                     for test_id in ("stMain", "stSidebar"))
+
+
+def _server_threads(page, name: str) -> str:
+    """The app's threads in the Streamlit server behind ``page`` (faulthandler's
+    dump on SIGUSR1, see LAUNCH): the threads with a frame in this repository,
+    and the path of the whole dump."""
+    proc = next((p for url, p in _SERVERS.items() if page.url.startswith(url)), None)
+    if proc is None or proc.poll() is not None:
+        return "(the server is not running)"
+    log = ARTIFACTS / "streamlit.log"
+    start = log.stat().st_size
+    proc.send_signal(signal.SIGUSR1)
+    time.sleep(1.0)
+    dump = log.read_bytes()[start:].decode("utf-8", "replace")
+    path = ARTIFACTS / f"{name}_threads.txt"
+    path.write_text(dump)
+    app_code = tuple(f'File "{ROOT / part}' for part in ("app.py", "app_pages", "synth_core"))
+    ours = [t for t in re.split(r"\n(?=(?:Current thread|Thread) 0x)", dump)
+            if any(frame in t for frame in app_code)]
+    return f"whole dump: {path}\n" + ("\n".join(ours) or "no thread is in the app's code: "
+                                       "no script run and no job is going")
+
+
+def _diagnosis(page, name: str, what: str) -> str:
+    """A timed-out wait's failure message: what the page shows (text, screenshot,
+    whether a script run is going), the server's threads, and what a fresh script
+    run of the same session shows after a reload (the job's state on the server:
+    running, finished or failed)."""
+    shot = ARTIFACTS / f"{name}_timeout.png"
+
+    def screenshot():
+        page.screenshot(path=str(shot), full_page=True)
+        return shot
+    state = _attempt("script state", lambda: page.get_by_test_id("stApp").get_attribute(
+        "data-test-script-state", timeout=5_000))
+    lines = [f"timed out waiting for {what}",
+             f"load average: {Path('/proc/loadavg').read_text().strip()}; script state: "
+             f"{state}; screenshot: {_attempt('screenshot', screenshot)}",
+             "page:", _page_text(page), "server threads: " + _attempt(
+                 "thread dump", lambda: _server_threads(page, name))]
+
+    def reload():
+        page.reload()
+        page.get_by_test_id("stMain").wait_for(timeout=30_000)
+        _idle(page)
+        return _page_text(page)
+    lines.append("after a reload (a fresh script run of the same session):\n"
+                 + _attempt("reload", reload))
+    return "\n".join(lines)
+
+
+def _wait_for_text(page, text, timeout: float, name: str) -> None:
+    """Wait until ``text`` shows; on a timeout fail with :func:`_diagnosis` (a
+    page that never shows it tells why: a job that hangs, failed, or finished
+    without the page learning of it)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.get_by_text(text).first.wait_for(timeout=timeout)
+    except PlaywrightTimeout:
+        raise AssertionError(_diagnosis(page, name, f"{text!r} ({timeout / 1000:g} s)")) from None
 
 
 def _save_settings(page) -> None:
@@ -229,7 +317,7 @@ def test_main_path(server, browser):
     # rounds appear live: progress text, then the finished run
     page.get_by_text(re.compile(r"round [0-3] / 3")).first.wait_for(timeout=60_000)
     _shot(page, "05_run_live")
-    page.get_by_text("Finished in").wait_for(timeout=120_000)
+    _wait_for_text(page, "Finished in", 120_000, "06_run")
     page.get_by_text("round 3 / 3").first.wait_for()
     table = page.get_by_test_id("stDataFrame").first
     table.wait_for()
@@ -267,7 +355,7 @@ def test_main_path(server, browser):
     seeds.fill("1")
     seeds.press("Tab")
     page.get_by_role("button", name="Start comparison").click()
-    page.get_by_text("Comparison finished: 6 runs.").wait_for(timeout=180_000)
+    _wait_for_text(page, "Comparison finished: 6 runs.", 180_000, "08_compare")
     page.get_by_role("button", name="CURATOR-ONLY results (Parquet)").wait_for()
     _shot(page, "08_compare")
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_browser import (_goto, _idle, _research_three_rounds, _shot,  # noqa: F401
-                          _use_value_filter, browser, server)
+                          _use_value_filter, _wait_for_text, browser, server)
 
 pytestmark = pytest.mark.slow   # a Streamlit server and Chromium
 #: the zip codes of the raw table, as the file writes them
@@ -80,7 +80,7 @@ def _jam_pgm_few_rounds(page) -> None:
 def _run_to_the_end(page) -> None:
     _goto(page, "Run")
     page.get_by_role("button", name="Start run").click()
-    page.get_by_text("Finished in").wait_for(timeout=180_000)
+    _wait_for_text(page, "Finished in", 180_000, "walk_04_run")
     page.get_by_text("round 3 / 3").first.wait_for()
     # the innermost block holding the side-by-side header and a chart: its box
     side = page.get_by_test_id("stVerticalBlock").filter(
