@@ -24,7 +24,7 @@ import math
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ SCORING_THREADS = 2
 SMALL_CONTRACTION = 2 ** 16
 #: The factored oracle's cost model, CPU seconds per call (fitted to calls on
 #: the junction trees of Adult runs of AIM, JAM-PGM and vJAM-PGM, one BLAS
-#: thread; most within 1.3x, some three times cheaper than they ran):
+#: thread; most calls within 1.3x of it, a few up to 3.6 times dearer):
 #: per FLOP of the planned contractions (numpy's count), per cell of a node
 #: table built or read, per contraction (numpy's per-call overhead).
 FACTORED_SECONDS_PER_FLOP = 0.19e-9
@@ -846,6 +846,20 @@ class TreeOracle:
         return self.marginals(self.beliefs(potentials), total)
 
 
+class Contraction(NamedTuple):
+    """One planned contraction of :class:`FactoredOracle`: ``np.einsum`` of the tables named
+    ``inputs`` (with ``subs``) and vectors of ones (sizes ``ones``) down to ``out``, along
+    ``path``, stored as ``name``; ``flops`` is numpy's count of its work."""
+
+    inputs: list
+    subs: list
+    out: list
+    path: object
+    ones: list
+    name: tuple
+    flops: float
+
+
 class FactoredOracle:
     """Marginals of a model with log-potentials on ``cliques``, by factored message passing in numpy.
 
@@ -911,7 +925,7 @@ class FactoredOracle:
         homed: dict[Clique, int] = {}
         for r, plan in zip(self.cliques, self.outputs):
             node = self.hugin.home[r]
-            per_node[node] = per_node.get(node, 0.0) + plan[6]
+            per_node[node] = per_node.get(node, 0.0) + plan.flops
             homed[node] = homed.get(node, 0) + 1
         built = {}
         for node, factored in per_node.items():
@@ -928,7 +942,7 @@ class FactoredOracle:
                       if self.hugin.home[r] not in self.node_tables] + self.steps
         table_cells = sum(cells(self.sizes, node) * (len(inputs) + 2 * homed[node])
                           for node, inputs in self.node_tables.items())
-        return (FACTORED_SECONDS_PER_FLOP * sum(plan[6] for plan in contracted) +
+        return (FACTORED_SECONDS_PER_FLOP * sum(plan.flops for plan in contracted) +
                 FACTORED_SECONDS_PER_TABLE_CELL * table_cells +
                 FACTORED_SECONDS_PER_CONTRACTION * (len(self.steps) + len(self.outputs)))
 
@@ -958,8 +972,8 @@ class FactoredOracle:
             order += [(parent[n], n) for n in bfs[1:]]
         return order
 
-    def _plan(self, node: Clique, inputs: list[tuple], out: Clique, name: tuple) -> tuple:
-        """(input keys, einsum subscripts, contraction path, output key) of one contraction."""
+    def _plan(self, node: Clique, inputs: list[tuple], out: Clique, name: tuple) -> Contraction:
+        """The contraction of ``inputs`` at ``node`` down to ``out``, stored as ``name``."""
         labels = [self._labels(key) for key in inputs]
         covered = {c for lab in labels for c in lab}
         ones = [c for c in out if c not in covered]
@@ -974,16 +988,16 @@ class FactoredOracle:
         if len(subs) > 1:
             path, info = np.einsum_path(*args, [index[c] for c in out], optimize="greedy")
             flops = _optimized_flops(info)
-        return inputs, subs, [index[c] for c in out], path, [self.sizes[c] for c in ones], name, flops
+        return Contraction(inputs, subs, [index[c] for c in out], path, [self.sizes[c] for c in ones],
+                           name, flops)
 
-    def _run(self, plan: tuple, tables: Mapping[tuple, np.ndarray]) -> np.ndarray:
-        inputs, subs, out, path, ones, _, _ = plan
+    def _run(self, plan: Contraction, tables: Mapping[tuple, np.ndarray]) -> np.ndarray:
         args = []
-        for key, sub in zip(inputs, subs):
+        for key, sub in zip(plan.inputs, plan.subs):
             args += [tables[key], sub]
-        for size, sub in zip(ones, subs[len(inputs):]):
+        for size, sub in zip(plan.ones, plan.subs[len(plan.inputs):]):
             args += [np.ones(size), sub]
-        return np.einsum(*args, out, optimize=path)
+        return np.einsum(*args, plan.out, optimize=plan.path)
 
     def __call__(self, potentials: Mapping[Clique, np.ndarray], total: float) -> dict[Clique, np.ndarray]:
         tables: dict[tuple, np.ndarray] = {}
@@ -995,7 +1009,7 @@ class FactoredOracle:
             if not np.isfinite(top) or top <= 0:
                 return self.hugin(potentials, total)
             msg *= 1.0 / top
-            tables[plan[5]] = msg
+            tables[plan.name] = msg
         built = {node: self._build(node, inputs, tables) for node, inputs in self.node_tables.items()}
         out = {}
         for r, plan in zip(self.cliques, self.outputs):

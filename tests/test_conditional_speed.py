@@ -70,19 +70,25 @@ def test_phase_timers_count_a_phase_once_when_nested():
 
 
 @pytest.mark.slow
-def test_vjam_pgm_fits_rounds_with_hugin_and_the_final_fit_by_size(monkeypatch):
-    """vJAM-PGM's rounds fit 100 iterations: Hugin (cheaper to compile); the
-    final fit (1,000 iterations) goes back to the size rule (``auto``). On the
-    joint model: a pattern model (the default where it fits) compiles nothing."""
+def test_vjam_pgm_rounds_keep_the_oracle_rule_and_the_final_fit_restores_it(monkeypatch):
+    """Plain vJAM-PGM's round fits keep the estimator's oracle rule (``auto``: the fit
+    path's cost model decides, and the final fit can reuse a round's compiled program).
+    A conditional run with many conditioning marginals fits its rounds with Hugin, and
+    its final fit goes back to ``auto``."""
     from synth_core import Synthesizer, conditional
     from tiny_tables import FIT, PRIVATE, SCHEMA
 
     monkeypatch.setenv("SYNTH_FIT_PATH", "jax")
+    plain = Synthesizer("vjam-pgm", epsilon=1.0, seed=0, rounds=3, workload="all-2way", **FIT)
+    oracles = [plain.engine.estimator.oracle
+               for _ in plain.run(PRIVATE, schema=SCHEMA, public_columns=["a", "b"])]
+    assert oracles and set(oracles) == {"auto"}
+    assert plain.engine.estimator.last_oracle == "hugin"   # a small model: the size rule's
     monkeypatch.setattr(conditional, "CONDITIONAL_MODEL", "joint")
-    synth = Synthesizer("vjam-pgm", epsilon=1.0, seed=0, rounds=3, workload="all-2way",
-                        conditional=True, **FIT)
-    oracles = [synth.engine.estimator.oracle
-               for _ in synth.run(PRIVATE, schema=SCHEMA, public_columns=["a", "b"])]
-    assert oracles and set(oracles) == {"hugin"}
-    assert synth.engine.estimator.oracle == "auto"
-    assert synth.engine.estimator.last_oracle == "hugin"   # a small model: the size rule's too
+    monkeypatch.setattr(conditional, "HUGIN_ABOVE_CONDITIONING", 0)
+    many = Synthesizer("vjam-pgm", epsilon=1.0, seed=0, rounds=3, workload="all-2way",
+                       conditional=True, **FIT)
+    oracles = [many.engine.estimator.oracle
+               for _ in many.run(PRIVATE, schema=SCHEMA, public_columns=["a", "b"])]
+    assert oracles and set(oracles[:-1]) == {"hugin"}
+    assert many.engine.estimator.oracle == "auto"
