@@ -21,8 +21,10 @@ says is cheaper:
   ``mbi.Estimator.estimate`` compiles three or more programs per new
   structure, each with the oracle inlined two or three times;
 * the oracle is chosen by model size: ``mbi``'s Hugin message passing for
-  small junction trees, its implicit (factored) message passing for large
-  ones, where it runs about twenty times faster per call;
+  small junction trees, implicit (factored) message passing for large ones,
+  where it runs about twenty times faster per call: ``mbi``'s
+  ``message_passing_fast`` in value, on a plan that does not follow the hash
+  seed (:mod:`synth_core.jax_oracle`);
 * the junction tree's beliefs are calibrated once per fit in numpy
   (:func:`~synth_core.inference.calibrate`), outside the compiled program;
 * scoring asks :class:`~synth_core.inference.ModelMarginals` (plain numpy on
@@ -101,12 +103,14 @@ def _mbi():
         from mbi import junction_tree, marginal_oracles
         from mbi.clique_vector import CliqueVector
         from mbi.marginal_loss import LinearMeasurement, from_linear_measurements
+
+        from .jax_oracle import factored_log_oracle
     return types.SimpleNamespace(
         mbi=mbi, junction_tree=junction_tree, marginal_oracles=marginal_oracles,
         CliqueVector=CliqueVector, LinearMeasurement=LinearMeasurement,
         from_linear_measurements=from_linear_measurements,
         ORACLES={"hugin": marginal_oracles.message_passing_hugin,
-                 "implicit": marginal_oracles.message_passing_fast})
+                 "implicit": factored_log_oracle})
 
 #: Mirror-descent steps between two convergence checks.
 STEPS_PER_BLOCK = 50
@@ -117,9 +121,10 @@ MAX_MEMORY_MAPS = 12_000
 
 _JAX_LOCK = threading.Lock()
 
-#: The marginal oracles a fit may use (both ``mbi``'s, both exact):
-#: ``hugin`` materialises every junction-tree clique (mbi's choice on CPU;
-#: quick to compile), ``implicit`` keeps the potentials factored and
+#: The marginal oracles a fit may use (both exact): ``hugin`` (``mbi``'s)
+#: materialises every junction-tree clique (mbi's choice on CPU; quick to
+#: compile), ``implicit`` (:func:`synth_core.jax_oracle.factored_log_oracle`,
+#: ``mbi``'s implicit oracle on a fixed plan) keeps the potentials factored and
 #: contracts them with dot products (slower to compile, much faster to run
 #: on large models: 0.03 s against 0.7 s per call on a 46 MB Adult model).
 ORACLE_NAMES = ("hugin", "implicit")
