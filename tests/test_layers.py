@@ -24,7 +24,7 @@ module of synth_core, lowest layer first. A table passed to
      2 schema      schema (the domain: encoding and decoding values)
      1 counts      marginals, workload, privacy, model, evaluate, size_filter
      0 foundation  errors, version, heap, runtime (process settings a run applies), inference,
-                   charts, session_registry, palette (shared colours), display (HTML views)
+                   jax_oracle (the compiled fit's implicit oracle), charts, session_registry, palette (shared colours), display (HTML views)
 
 A module may import modules of its own layer or of lower layers, never of a
 higher one, and the imports (module-level and inside functions alike) form
@@ -48,8 +48,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "synth_core"
 
 #: layer -> modules (names relative to synth_core; "" is the package itself)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("errors", "version", "heap", "runtime", "inference", "charts", "session_registry",
-        "palette", "display"),
+    0: ("errors", "version", "heap", "runtime", "inference", "jax_oracle", "charts",
+        "session_registry", "palette", "display"),
     1: ("marginals", "workload", "privacy", "model", "evaluate", "size_filter"),
     2: ("schema",),
     3: ("tables", "backends.encoding", "schema_infer"),
