@@ -24,14 +24,24 @@ requirements conflict: dpmm pins disjoint-set 0.7.4, smartnoise-synth needs
     python benchmarks/peers.py --data titanic --epsilons 1 --seeds 0 1 2 3 4 \
         >> benchmarks/results/peers/aim_peers.jsonl
     python benchmarks/peers.py --data adult --libraries synth_core dpmm --seeds 0
+    python benchmarks/peers.py --data adult --libraries smartnoise-synth --seeds 0 \
+        --max-cpu-seconds 1800
     python benchmarks/peers.py --summarise benchmarks/results/peers/aim_peers.jsonl
+
+``--max-cpu-seconds S`` stops a run whose child has used S CPU seconds (the
+kernel's ``RLIMIT_CPU`` on the child process); its line has ``status:
+"timeout"``, the CPU seconds used (a lower bound on the run's cost) and no
+error figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -161,22 +171,47 @@ def loadavg() -> str:
         return ""
 
 
-def run_child(cmd: list[str], *, env: dict | None = None) -> dict:
+def run_child(cmd: list[str], *, env: dict | None = None,
+              max_cpu_seconds: float | None = None) -> dict:
     """Run ``cmd`` as a fresh child; its own user+sys CPU seconds, peak RSS and wall.
 
     ``os.wait4`` returns the rusage of exactly that child (with its waited-for
-    descendants), so one run's figures never mix with another's.
+    descendants), so one run's figures never mix with another's. With
+    ``max_cpu_seconds`` the child runs under ``RLIMIT_CPU`` = ceil(cap): the
+    kernel sends it SIGXCPU once its own CPU time (all threads) passes the cap
+    and SIGKILL a few seconds later; ``timed_out`` says it was stopped so.
     """
     start = time.perf_counter()
+    limit = None if max_cpu_seconds is None else math.ceil(max_cpu_seconds)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=env, text=True)
+                            env=env, text=True,
+                            preexec_fn=None if limit is None else lambda: _cap_cpu(limit))
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return dict(returncode=proc.returncode, stderr_tail=err[-2000:],
-                cpu_seconds=usage.ru_utime + usage.ru_stime,
+    cpu = usage.ru_utime + usage.ru_stime
+    return dict(returncode=proc.returncode, stderr_tail=err[-2000:], cpu_seconds=cpu,
                 peak_rss_mb=usage.ru_maxrss / 1024.0,
-                wall_seconds=time.perf_counter() - start)
+                wall_seconds=time.perf_counter() - start,
+                timed_out=limit is not None and _killed_by_cpu_limit(proc.returncode, cpu, limit))
+
+
+CPU_LIMIT_GRACE_SECONDS = 5  # hard RLIMIT_CPU (SIGKILL) above the soft one (SIGXCPU)
+
+
+def _cap_cpu(seconds: int) -> None:
+    """In the child before exec: soft CPU limit ``seconds``, hard limit a few seconds above."""
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + CPU_LIMIT_GRACE_SECONDS))
+
+
+def _killed_by_cpu_limit(returncode: int, cpu_seconds: float, limit: int) -> bool:
+    """A child ended by SIGXCPU, or by SIGKILL after using about the limit's CPU seconds.
+
+    The kernel's CPU clock for the limit and the rusage figures are sampled
+    differently (they differ by up to about a second), hence the 0.9.
+    """
+    killed = returncode == -signal.SIGKILL and cpu_seconds >= 0.9 * limit
+    return returncode == -signal.SIGXCPU or killed
 
 
 def quiet_env() -> dict:
@@ -254,21 +289,31 @@ def peer_command(python: Path, peer: Peer, workdir: Path, epsilon: float, seed: 
 
 
 def run_one(library: str, version: str, cmd: list[str], out: Path, private, schema: dict,
-            dataset: str, epsilon: float, seed: int) -> dict:
-    """Run one library once in a fresh child and score the CSV it wrote."""
+            dataset: str, epsilon: float, seed: int, max_cpu_seconds: float | None = None) -> dict:
+    """Run one library once in a fresh child and score the CSV it wrote.
+
+    A child stopped at ``max_cpu_seconds`` gives ``status: "timeout"``: its
+    ``cpu_seconds`` are a lower bound on the run's cost and there is no error.
+    """
     env = quiet_env()
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     before = loadavg()
-    child = run_child(["nice", "-n", "5", *cmd], env=env)
+    child = run_child(["nice", "-n", "5", *cmd], env=env, max_cpu_seconds=max_cpu_seconds)
     rec = dict(bench="aim-peers", library=library, version=version, dataset=dataset,
                epsilon=epsilon, delta=DELTA, rho=target_rho(epsilon), seed=seed,
                neighbours=NEIGHBOURS, workload=f"all-{WORKLOAD_WAY}way",
                max_model_size_mb=MAX_MODEL_SIZE_MB,
                cpu_seconds=child["cpu_seconds"], peak_rss_mb=child["peak_rss_mb"],
                wall_seconds=child["wall_seconds"], loadavg_before=before, loadavg=loadavg())
+    if max_cpu_seconds is not None:
+        rec["max_cpu_seconds"] = max_cpu_seconds
     info = out.with_suffix(".info.json")
     if info.exists():
         rec["driver"] = json.loads(info.read_text())
+    if child["timed_out"]:
+        rec.update(status="timeout", reason=f"stopped past the cap of {max_cpu_seconds} CPU "
+                   "seconds; cpu_seconds is a lower bound on the run's cost")
+        return rec
     if child["returncode"] != 0 or not out.exists():
         rec.update(status="failed", reason=child["stderr_tail"][-600:])
         return rec
@@ -350,6 +395,9 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENVS,
                     help="folder of the peers' scratch venvs (one per peer)")
+    ap.add_argument("--max-cpu-seconds", type=float, default=None, metavar="S",
+                    help="stop a library's run once its child has used S CPU seconds "
+                         "(status timeout, no error figure)")
     ap.add_argument("--summarise", type=Path, metavar="JSONL",
                     help="print the summary lines of the runs in JSONL and stop")
     args = ap.parse_args(argv)
@@ -367,11 +415,11 @@ def main(argv=None) -> None:
                 for seed in args.seeds:
                     for library in args.libraries:
                         emit(**run_library(library, ready[library], workdir, private, schema,
-                                           dataset, epsilon, seed))
+                                           dataset, epsilon, seed, args.max_cpu_seconds))
 
 
 def run_library(library: str, ready, workdir: Path, private, schema: dict, dataset: str,
-                epsilon: float, seed: int) -> dict:
+                epsilon: float, seed: int, max_cpu_seconds: float | None = None) -> dict:
     """One JSON record: a run, or a ``status`` saying why the library could not run."""
     if isinstance(ready, PeerUnavailable):
         return dict(bench="aim-peers", library=library, dataset=dataset, epsilon=epsilon,
@@ -381,7 +429,8 @@ def run_library(library: str, ready, workdir: Path, private, schema: dict, datas
         cmd = ours_command(workdir, epsilon, seed, out)
     else:
         cmd = peer_command(ready[0], PEERS[library], workdir, epsilon, seed, out)
-    return run_one(library, ready[1], cmd, out, private, schema, dataset, epsilon, seed)
+    return run_one(library, ready[1], cmd, out, private, schema, dataset, epsilon, seed,
+                   max_cpu_seconds)
 
 
 if __name__ == "__main__":

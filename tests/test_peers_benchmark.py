@@ -116,3 +116,23 @@ def test_matching_epsilon_gives_the_library_the_same_rho():
     eps = common_driver.matching_epsilon(halving, rho, 1.0, peers.DELTA)
     assert eps == pytest.approx(2.0, rel=1e-6)
     assert halving(eps, peers.DELTA) == pytest.approx(rho, rel=1e-9)
+
+
+def test_cpu_cap_stops_a_run_and_reports_a_timeout(tmp_path):
+    """A child spinning past --max-cpu-seconds is killed; its line has the CPU used and no error."""
+    # spins for 20 CPU seconds unless stopped, then exits without writing its CSV
+    spin = [sys.executable, "-c", "import time\nwhile time.process_time() < 20: pass"]
+    rec = peers.run_one("spinner", "0", spin, tmp_path / "never.csv", peers.coded(PRIVATE, SIZES),
+                        peers.schema_json(SIZES), "toy", 1.0, 0, max_cpu_seconds=1)
+    assert rec["status"] == "timeout" and rec["max_cpu_seconds"] == 1
+    # the kernel's CPU clock and rusage differ by a few tenths; the hard limit is 5 s above
+    assert 0.5 <= rec["cpu_seconds"] <= 1 + peers.CPU_LIMIT_GRACE_SECONDS
+    assert "workload_error" not in rec
+
+
+def test_cpu_cap_leaves_a_run_inside_it_scored(tmp_path):
+    out = write_labelled(tmp_path / "quick.csv", PRIVATE)
+    touch = [sys.executable, "-c", "import sys; open(sys.argv[1], 'ab').close()", str(out)]  # leaves the CSV as is
+    rec = peers.run_one("toucher", "0", touch, out, peers.coded(PRIVATE, SIZES),
+                        peers.schema_json(SIZES), "toy", 1.0, 0, max_cpu_seconds=60)
+    assert rec["status"] == "ok" and rec["workload_error"] == 0.0
