@@ -329,10 +329,10 @@ def _fit_body(potentials, loss_fn, total, tol, max_blocks, oracle_name):
     return state.potentials, state.mu, loss, blocks
 
 
-#: XLA options of the compiled fit: one thread (XLA's Eigen thread pool off). On the
-#: 50.7 MB vJAM-PGM final fit (1,000 steps, implicit oracle, compile included) 57.5 CPU s
-#: against 63.5 with the pool, whose threads spin between the many small contractions; the
-#: fitted marginals are identical. The process's other core stays free for scoring.
+#: XLA options of the compiled fit: one thread (XLA's Eigen thread pool off), whose
+#: threads otherwise spin between the many small contractions and cost CPU seconds
+#: (docs/performance.md, "Deterministic research runs"). The process's other core stays
+#: free for scoring.
 FIT_COMPILER_OPTIONS = {"xla_cpu_multi_thread_eigen": False}
 
 
