@@ -175,8 +175,9 @@ def cost_model(record: dict) -> dict:
             "cold_choice": min(costs, key=costs.get)}
 
 
-def captured_fit(record: dict, path: str) -> tuple[float, float, object]:
-    """CPU seconds of the captured fit on ``path``, of a second one (compiled program reused), the model."""
+def captured_fit(record: dict, path: str) -> tuple[float, float, object, str]:
+    """CPU seconds of the captured fit on ``path``, of a second one (compiled program reused),
+    the model and the oracle that fitted it."""
     import types
 
     from synth_core.model import PGMEstimator
@@ -189,7 +190,7 @@ def captured_fit(record: dict, path: str) -> tuple[float, float, object]:
     start = time.process_time()
     if path == "jax":
         est.fit(record["measurements"], record["total"] * 1.0001, warm=warm)
-    return first, time.process_time() - start, model
+    return first, time.process_time() - start, model, est.last_oracle
 
 
 def captured_rows(folder: Path, max_numpy_steps: int, with_jax: bool):
@@ -207,14 +208,15 @@ def captured_rows(folder: Path, max_numpy_steps: int, with_jax: bool):
                "factored_oracle_ms": round(oracle_ms(record, FactoredOracle), 1),
                **cost_model(record)}
         if record["max_iters"] <= max_numpy_steps:
-            cpu, _, model = captured_fit(record, "numpy")
+            cpu, _, model, _ = captured_fit(record, "numpy")
             row.update(numpy_cpu_s=round(cpu, 2), tree_mb=round(model.size_mb, 1),
                        max_marginal_diff=max(float(np.abs(model.fitted_marginals[c] -
                                                           record["fitted_marginals"][c]).max())
                                              for c in model.cliques))
         if with_jax:
-            first, again, model = captured_fit(record, "jax")
+            first, again, model, oracle = captured_fit(record, "jax")
             row.update(jax_cpu_s=round(first, 2), jax_again_cpu_s=round(again, 2),
+                       jax_oracle=oracle, jax_iterations=model.iterations,
                        tree_mb=round(model.size_mb, 1))
         row["loadavg"] = loadavg()
         print(json.dumps(row), flush=True)

@@ -104,13 +104,13 @@ def _mbi():
         from mbi.clique_vector import CliqueVector
         from mbi.marginal_loss import LinearMeasurement, from_linear_measurements
 
-        from .jax_oracle import factored_log_oracle
+        from .jax_oracle import factored_oracle
     return types.SimpleNamespace(
         mbi=mbi, junction_tree=junction_tree, marginal_oracles=marginal_oracles,
         CliqueVector=CliqueVector, LinearMeasurement=LinearMeasurement,
         from_linear_measurements=from_linear_measurements,
         ORACLES={"hugin": marginal_oracles.message_passing_hugin,
-                 "implicit": factored_log_oracle})
+                 "implicit": factored_oracle})
 
 #: Mirror-descent steps between two convergence checks.
 STEPS_PER_BLOCK = 50
@@ -123,10 +123,10 @@ _JAX_LOCK = threading.Lock()
 
 #: The marginal oracles a fit may use (both exact): ``hugin`` (``mbi``'s)
 #: materialises every junction-tree clique (mbi's choice on CPU; quick to
-#: compile), ``implicit`` (:func:`synth_core.jax_oracle.factored_log_oracle`,
-#: ``mbi``'s implicit oracle on a fixed plan) keeps the potentials factored and
-#: contracts them with dot products (slower to compile, much faster to run
-#: on large models: 0.03 s against 0.7 s per call on a 46 MB Adult model).
+#: compile), ``implicit`` (:func:`synth_core.jax_oracle.factored_oracle`, the
+#: numpy :class:`~synth_core.inference.FactoredOracle`'s plan compiled) keeps the
+#: potentials factored and contracts them with dot products (slower to compile,
+#: much faster to run on large models; ``COMPILED_STEP_SECONDS_PER_MB``).
 ORACLE_NAMES = ("hugin", "implicit")
 #: ``oracle="auto"`` uses ``implicit`` from this junction-tree size (MB) on.
 IMPLICIT_FROM_MB = 8.0
@@ -314,8 +314,9 @@ def _fit_body(potentials, loss_fn, total, tol, max_blocks, oracle_name):
         return jax.lax.scan(step, s, None, length=STEPS_PER_BLOCK)[0]
 
     def cond(carry):
-        _, _, stalls, k = carry
-        return jnp.logical_and(k < max_blocks, stalls < 2)
+        _, prev, stalls, k = carry
+        # a NaN loss (an underflowed oracle) ends the fit at once: it is refitted
+        return (k < max_blocks) & (stalls < 2) & ~jnp.isnan(prev)
 
     def body(carry):
         s, prev, stalls, k = carry
@@ -727,8 +728,8 @@ class PGMEstimator:
             before = program._cache_size()
             fitted, marginals, loss, blocks = program(start, loss_fn, total, tol, max_blocks, oracle)
             if not np.isfinite(float(loss)) and oracle != "hugin":
-                # the implicit oracle's exp-normalise trick can underflow on
-                # extreme potentials: refit with the stable one
+                # a message of the implicit oracle underflowed to all zeros
+                # (extreme potentials): refit with Hugin, exact at any scale
                 oracle = "hugin"
                 fitted, marginals, loss, blocks = program(start, loss_fn, total, tol,
                                                           max_blocks, oracle)

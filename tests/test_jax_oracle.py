@@ -1,4 +1,5 @@
-"""The compiled fit's implicit oracle: mbi's values, on a plan that does not follow the hash seed."""
+"""The compiled fit's implicit oracle: mbi's values, on a plan that does not follow the hash
+seed, and Hugin where it underflows."""
 
 from __future__ import annotations
 
@@ -27,10 +28,11 @@ def random_structure(seed: int):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_factored_log_oracle_equals_mbis_implicit_oracle(seed):
+def test_factored_oracle_equals_mbis_oracles(seed):
+    """The compiled implicit oracle gives mbi's implicit and Hugin marginals to 1e-10."""
     import jax
 
-    from synth_core.jax_oracle import factored_log_oracle
+    from synth_core.jax_oracle import factored_oracle
     from synth_core.model import _clique_vector, _mbi, make_domain
     from synth_core.runtime import estimation
 
@@ -38,14 +40,40 @@ def test_factored_log_oracle_equals_mbis_implicit_oracle(seed):
     with estimation():
         m = _mbi()
         vector = _clique_vector(make_domain(sizes), potentials)
-        ours = jax.jit(factored_log_oracle)(vector, 321.0)
-        theirs = jax.jit(m.marginal_oracles.message_passing_fast)(vector, 321.0)
-        assert set(map(tuple, ours.cliques)) == set(map(tuple, theirs.cliques))
+        ours = jax.jit(factored_oracle)(vector, 321.0)
+        for theirs in (m.marginal_oracles.message_passing_fast,
+                       m.marginal_oracles.message_passing_hugin):
+            expected = jax.jit(theirs)(vector, 321.0)
+            assert set(map(tuple, ours.cliques)) == set(map(tuple, expected.cliques))
+            for cl in cliques:
+                np.testing.assert_allclose(np.asarray(ours[cl].datavector(flatten=False)),
+                                           np.asarray(expected[cl].datavector(flatten=False)),
+                                           rtol=1e-10, atol=1e-10)
         for cl in cliques:
-            np.testing.assert_allclose(np.asarray(ours[cl].datavector(flatten=False)),
-                                       np.asarray(theirs[cl].datavector(flatten=False)),
-                                       rtol=1e-10, atol=1e-10)
             assert float(np.asarray(ours[cl].datavector()).sum()) == pytest.approx(321.0)
+
+
+def test_an_underflowing_implicit_fit_is_refitted_with_hugin():
+    """Potentials whose factors peak on different cells make every message product
+    underflow in probability space: the compiled fit notices the non-finite loss
+    and refits with Hugin, whose marginals are exact."""
+    from types import SimpleNamespace
+
+    from synth_core.model import FitMeasurement, PGMEstimator
+
+    sizes = {"a": 2, "b": 3, "c": 3}
+    left = np.full((2, 3), -900.0)
+    left[0] = 0.0          # all mass of (a, b) at a = 0
+    right = np.full((2, 3), -900.0)
+    right[1] = 0.0         # all mass of (a, c) at a = 1
+    warm = SimpleNamespace(potentials={("a", "b"): left, ("a", "c"): right})
+    meas = [FitMeasurement(("a", "b"), np.full(6, 10.0)), FitMeasurement(("a", "c"), np.full(6, 10.0))]
+    est = PGMEstimator(sizes, max_iters=50, oracle="implicit", path="jax")
+    model = est.fit(meas, 60.0, warm=warm)
+    assert est.last_oracle == "hugin"
+    for cl in model.cliques:
+        assert np.isfinite(model.fitted_marginals[cl]).all()
+        assert model.fitted_marginals[cl].sum() == pytest.approx(60.0)
 
 
 FIT = """
