@@ -75,11 +75,12 @@ FACTORED_FROM_MB = NUMPY_BELOW_MB
 #: The compiled path's cost model, CPU seconds per oracle (fitted to the
 #: captured fits of Adult runs of AIM, JAM-PGM and vJAM-PGM, ``benchmarks/fit_paths.py
 #: --captured``): a structure this estimator has not compiled with that oracle
-#: costs ``COMPILE_SECONDS`` (nearly all XLA's compile; implicit 15 to 20 s on 8 to
-#: 51 MB models, Hugin 7.5 s at 50.7 MB), and each step ``COMPILED_STEP_SECONDS_PER_MB``
-#: per junction-tree MB (at 50.7 MB: implicit 44 ms, Hugin 220 ms).
-COMPILE_SECONDS = {"implicit": 16.0, "hugin": 8.0}
-COMPILED_STEP_SECONDS_PER_MB = {"implicit": 0.0008, "hugin": 0.0043}
+#: costs ``COMPILE_SECONDS`` (nearly all XLA's compile; implicit 8 to 20 s, median
+#: 15, on 8 to 51 MB models, least squares 13.6; Hugin 7.5 s at 50.7 MB), and each
+#: step ``COMPILED_STEP_SECONDS_PER_MB`` per junction-tree MB (implicit 0.2 to 0.8 ms,
+#: median 0.38: ``fit_paths/compiled_replays.jsonl``; Hugin 220 ms a step at 50.7 MB).
+COMPILE_SECONDS = {"implicit": 14.0, "hugin": 8.0}
+COMPILED_STEP_SECONDS_PER_MB = {"implicit": 0.0004, "hugin": 0.0043}
 #: A numpy step costs this many oracle calls (the loss, its gradient and the
 #: line-search test on the measured tables add about a fifth).
 NUMPY_STEP_CALLS = 1.2
