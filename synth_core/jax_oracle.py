@@ -14,15 +14,15 @@ the marginals of ``mbi``'s implicit oracle (``message_passing_fast``; a test
 checks them to 1e-10), which works in log space instead: it exponentiates every
 log-factor again in each contraction that reads it (minus its maximum over the
 summed columns), where this oracle exponentiates each potential once and keeps
-messages as probabilities. On the captured Adult fits that made a compiled step
-1.6 to 1.9 times faster and the compile about 40% shorter
-(``benchmarks/results/fit_paths/``).
+messages as probabilities. On two captured 1,000-step Adult fits that made a
+compiled step 1.5 to 1.8 times faster and the compile about a third shorter
+(``benchmarks/results/fit_paths/compiled_oracles.jsonl``).
 
-Two departures from the numpy oracle, both measured there: no node tables
-(XLA ran a step of the 50.7 MB vJAM-PGM model 2.9 times slower with them), and
-no per-call fallback: a message or marginal that underflows to all zeros turns
-the fit's loss non-finite, and :meth:`synth_core.model.PGMEstimator.fit` then
-refits with the Hugin oracle, exact at any scale.
+Two departures from the numpy oracle: no node tables (tried: XLA ran the steps
+slower with them), and no per-call fallback: a message or marginal that
+underflows to all zeros turns the fit's loss non-finite, and
+:meth:`synth_core.model.PGMEstimator.fit` then refits with the Hugin oracle,
+exact at any scale.
 
 Neither ``mbi``'s set-ordered separators nor ``PYTHONHASHSEED`` enter the plan,
 so compiled fits repeat bit for bit across processes (a test).

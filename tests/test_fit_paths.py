@@ -242,6 +242,49 @@ def test_factored_oracle_equals_hugin(seed):
         np.testing.assert_allclose(factored[cl], hugin[cl], rtol=1e-10, atol=1e-10)
 
 
+def test_tree_oracle_rescales_products_before_they_underflow(monkeypatch):
+    """A hub node receiving eight messages over one column, peaked in turn at its two
+    values (e^-200 apart): each product lowers the table's max by up to e^-200, so
+    without a rescale the whole table underflows after eight of them. The table is
+    rescaled once its max falls below ``RESCALE_BELOW``, and the marginals are exact;
+    with ``RESCALE_BELOW = 0`` (never) they are not."""
+    import warnings
+
+    from synth_core import inference
+    from synth_core.inference import TreeOracle
+
+    hub = ("a", "h")
+    leaves = [("a", f"x{i}") for i in range(8)]
+    sizes = {c: 2 for c in ("a", "h", *(leaf[1] for leaf in leaves))}
+    cliques = [hub] + leaves
+    potentials = {hub: np.array([[0.0, 0.3], [0.1, 0.0]])}
+    for i, leaf in enumerate(leaves):   # leaf i peaks at a = i % 2
+        theta = np.full((2, 2), -200.0)
+        theta[i % 2] = [0.0, 0.2]
+        potentials[leaf] = theta
+    # exact marginals from the joint in log space (every clique lists its columns in
+    # the order of ``names``, so a reshape lays it out over the joint)
+    names = list(sizes)
+    joint = np.zeros([2] * len(names))
+    for cl, theta in potentials.items():
+        joint = joint + theta.reshape([2 if c in cl else 1 for c in names])
+    joint = np.exp(joint - joint.max())
+    joint /= joint.sum()
+
+    def exact(cl):
+        return joint.sum(axis=tuple(i for i, c in enumerate(names) if c not in cl))
+
+    tree = (cliques, [(hub, leaf) for leaf in leaves])
+    ours = TreeOracle(sizes, cliques, tree)(potentials, 1.0)
+    for cl in cliques:
+        np.testing.assert_allclose(ours[cl], exact(cl), rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(inference, "RESCALE_BELOW", 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # 0/0 in the underflowed table
+        broken = TreeOracle(sizes, cliques, tree)(potentials, 1.0)
+    assert not all(np.allclose(broken[cl], exact(cl), rtol=1e-6, atol=1e-12) for cl in cliques)
+
+
 def test_factored_oracle_node_tables_equal_hugin():
     """A node home to many cliques is built once and summed down (the cost model picks it on
     this structure): the marginals are still Hugin's."""
