@@ -53,6 +53,12 @@ FACTORED_SECONDS_PER_CONTRACTION = 41e-6
 #: Cells (float64) of junction-tree messages one model keeps for reuse across
 #: queries (2^25 cells = 256 MiB); a message past the budget is recomputed.
 MESSAGE_CACHE_CELLS = 2 ** 25
+#: :class:`TreeOracle` rescales a node's table to max 1 once its max falls below this.
+#: Its factors all have max 1, so products only shrink; a table left small would push
+#: its tiniest cells into float64's subnormal range, whose arithmetic is slow, so the
+#: bound is close to 1: a cell turns subnormal here only if it is below about 1e-300
+#: of its table's max (instead of 2e-308 with a rescale after every product).
+RESCALE_BELOW = 1e-8
 
 
 class ModelMarginals:
@@ -803,6 +809,13 @@ class TreeOracle:
 
     def beliefs(self, potentials: Mapping[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
         """Calibrated probabilities (each sums to one) of every junction-tree node."""
+        table = self._calibrated(potentials)
+        for t in table.values():
+            t *= 1.0 / t.sum()
+        return table
+
+    def _calibrated(self, potentials: Mapping[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
+        """Every junction-tree node's calibrated belief up to a factor of its own."""
         table = self._exp_potentials(potentials)
         for plan in self._parts:
             up = {}
@@ -812,38 +825,49 @@ class TreeOracle:
                 up[node] = msg
                 target = table[par]
                 target *= msg.reshape(par_shape)
-                target *= 1.0 / max(target.max(), 1e-300)
+                top = target.max()
+                if top < RESCALE_BELOW:   # products only shrink: keep them far from underflow
+                    target *= 1.0 / max(top, 1e-300)
             for node, par, _, _, par_drop, node_shape in plan[1:]:
                 down = _sum_axes(table[par], par_drop) if par_drop else table[par].copy()
                 np.divide(down, up[node], out=down, where=up[node] > 0)
                 down[up[node] <= 0] = 0.0
                 table[node] *= down.reshape(node_shape)
-        for t in table.values():
-            t *= 1.0 / t.sum()
         return table
 
     def _exp_potentials(self, potentials: Mapping[Clique, np.ndarray]) -> dict[Clique, np.ndarray]:
         """Each node's ``exp(sum of the potentials it is home to - their max)`` (fresh arrays)."""
-        table = {n: np.zeros([self.sizes[c] for c in n]) for n in self.nodes}
+        table = {}
         for r, theta in potentials.items():
             perm, shape = self._into[r]
-            target = table[self.home[r]]
-            target += np.transpose(theta, perm).reshape(shape)
+            node = self.home[r]
+            theta = np.transpose(theta, perm).reshape(shape)
+            if node in table:
+                table[node] += theta
+            else:   # the first potential at a node fills its table (no zeros to add to)
+                table[node] = np.empty([self.sizes[c] for c in node])
+                table[node][...] = theta
+        table = {n: table[n] if n in table else np.zeros([self.sizes[c] for c in n])
+                 for n in self.nodes}
         for t in table.values():
             t -= t.max()
             np.exp(t, out=t)
         return table
 
     def marginals(self, beliefs: Mapping[Clique, np.ndarray], total: float) -> dict[Clique, np.ndarray]:
-        """``total * p(r)`` for every potential clique ``r``, from calibrated beliefs."""
+        """``total * p(r)`` for every potential clique ``r``, from calibrated beliefs, each
+        normalised on its own (the beliefs may carry any positive factor per node)."""
         out = {}
         for r in self.cliques:
             b = beliefs[self.home[r]]
-            out[r] = np.einsum(b, list(range(b.ndim)), self._out_axes[r]) * total
+            m = np.einsum(b, list(range(b.ndim)), self._out_axes[r])
+            m *= total / m.sum()
+            out[r] = m
         return out
 
     def __call__(self, potentials: Mapping[Clique, np.ndarray], total: float) -> dict[Clique, np.ndarray]:
-        return self.marginals(self.beliefs(potentials), total)
+        # the marginals normalise themselves: the nodes' own normalisation is skipped
+        return self.marginals(self._calibrated(potentials), total)
 
 
 class Contraction(NamedTuple):

@@ -242,11 +242,15 @@ def test_factored_oracle_equals_hugin(seed):
         np.testing.assert_allclose(factored[cl], hugin[cl], rtol=1e-10, atol=1e-10)
 
 
-def test_tree_oracle_rescales_products_before_they_underflow():
+def test_tree_oracle_rescales_products_before_they_underflow(monkeypatch):
     """A hub node receiving eight messages over one column, peaked in turn at its two
     values (e^-200 apart): each product lowers the table's max by up to e^-200, so
-    without a rescale after each product the whole table underflows after eight of
-    them. The oracle rescales, and the marginals are exact."""
+    without a rescale the whole table underflows after eight of them. The table is
+    rescaled once its max falls below ``RESCALE_BELOW``, and the marginals are exact;
+    with ``RESCALE_BELOW = 0`` (never) they are not."""
+    import warnings
+
+    from synth_core import inference
     from synth_core.inference import TreeOracle
 
     hub = ("a", "h")
@@ -274,6 +278,11 @@ def test_tree_oracle_rescales_products_before_they_underflow():
     ours = TreeOracle(sizes, cliques, tree)(potentials, 1.0)
     for cl in cliques:
         np.testing.assert_allclose(ours[cl], exact(cl), rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(inference, "RESCALE_BELOW", 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # 0/0 in the underflowed table
+        broken = TreeOracle(sizes, cliques, tree)(potentials, 1.0)
+    assert not all(np.allclose(broken[cl], exact(cl), rtol=1e-6, atol=1e-12) for cl in cliques)
 
 
 def test_factored_oracle_node_tables_equal_hugin():

@@ -87,9 +87,9 @@ joint Private-PGM model; the fit oracle below concerns joint models only.
 **Fit oracle.** Every fit keeps the estimator's oracle rule, and the
 estimator's cost model chooses between numpy and a compiled program per fit
 (:func:`synth_core.model.fit_costs`). A structure compiled for a round is then
-reused by the final fit (1,000 steps) with the same oracle: at 75% public
-columns of Adult that final fit costs 39 instead of 53 CPU s, where rounds
-compiled with Hugin left the implicit program to compile for the final fit.
+reused by the final fit (1,000 steps) with the same oracle, where rounds
+compiled with Hugin left the implicit program to compile for the final fit
+(docs/performance.md, "Public columns on Adult").
 A conditional run with many conditioning marginals fits its rounds with Hugin
 (:meth:`synth_core.conditional.ConditionalSetup.fit_oracle`); its final fit
 goes back to the rule it started with.
