@@ -227,14 +227,11 @@ def two_way_gap(df, model) -> float:
 def test_factored_oracle_equals_hugin(seed):
     """Factored message passing gives the Hugin oracle's marginals (random structures,
     disconnected parts, columns in no clique, wide potentials)."""
-    from synth_core.inference import FactoredOracle, TreeOracle, maximal_cliques
+    from random_structures import random_structure
+    from synth_core.inference import FactoredOracle, TreeOracle
 
-    rng = np.random.default_rng(seed)
-    sizes = {f"c{i}": int(rng.integers(2, 6)) for i in range(int(rng.integers(5, 9)))}
-    cols = list(sizes)
-    cliques = maximal_cliques([tuple(rng.choice(cols, size=int(rng.integers(1, 4)), replace=False))
-                               for _ in range(int(rng.integers(2, 7)))])
-    potentials = {cl: rng.normal(0, 3, [sizes[c] for c in cl]) for cl in cliques}
+    sizes, cliques, potentials = random_structure(seed, columns=(5, 9), clique_size=(1, 4),
+                                                  n_cliques=(2, 7), scale=3.0)
     factored = FactoredOracle(sizes, cliques)(potentials, 250.0)
     hugin = TreeOracle(sizes, cliques)(potentials, 250.0)
     assert set(factored) == set(cliques)

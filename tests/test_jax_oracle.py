@@ -11,20 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synth_core.inference import maximal_cliques
+from random_structures import random_structure
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def random_structure(seed: int):
-    """Random column sizes, overlapping 2- and 3-way cliques, and log-potentials on them."""
-    rng = np.random.default_rng(seed)
-    sizes = {f"col{i}": int(rng.integers(2, 6)) for i in range(int(rng.integers(6, 9)))}
-    cols = list(sizes)
-    cliques = maximal_cliques([tuple(rng.choice(cols, size=int(rng.integers(2, 4)), replace=False))
-                               for _ in range(int(rng.integers(5, 9)))])
-    potentials = {cl: rng.normal(0, 2, [sizes[c] for c in cl]) for cl in cliques}
-    return sizes, cliques, potentials
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -80,7 +69,7 @@ FIT = """
 import hashlib, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
-from test_jax_oracle import random_structure
+from random_structures import random_structure
 from synth_core.model import FitMeasurement, PGMEstimator
 digest = hashlib.sha256()
 for seed in range(3):
