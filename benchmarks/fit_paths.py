@@ -28,9 +28,16 @@ Three parts:
   line also gives the fit-path cost model's estimates for the fit run cold
   (``estimated_factored_ms`` per oracle call, ``estimated_numpy_s``,
   ``estimated_jax_s``) and the path it would choose (``cold_choice``).
+* ``kind=convergence`` (``--captured DIR --convergence N [N ...]``): how far a
+  captured fit is from converged. The fit's structure is fitted compiled,
+  from the captured warm start, for each step count N with the convergence
+  test off (tol 0): the loss, its excess over the loss after the largest N,
+  the relative improvement of the last 50-step block (what the captured
+  ``tol`` is compared with), and the largest L1 distance, as a share of the
+  records, between a clique's fitted marginal and the one after the largest N.
 
 Usage: ``PYTHONPATH=. python benchmarks/fit_paths.py [--repeats 3] [--skip-fits] [--skip-runs]
-[--captured DIR [--jax]]``
+[--captured DIR [--jax | --convergence N [N ...]] [--fits NAME ...]]``
 """
 
 from __future__ import annotations
@@ -193,14 +200,20 @@ def captured_fit(record: dict, path: str) -> tuple[float, float, object, str]:
     return first, time.process_time() - start, model, est.last_oracle
 
 
-def captured_rows(folder: Path, max_numpy_steps: int, with_jax: bool):
-    """One JSON line per captured fit (see the module docstring)."""
+def captured_fits(folder: Path, names: list[str] | None):
+    """(path, record) of each fit pickled in ``folder`` (only ``names`` if given)."""
     import pickle
 
+    for name in sorted(folder.glob("fit_*.pkl")):
+        if not names or name.name in names:
+            yield name, pickle.loads(name.read_bytes())
+
+
+def captured_rows(folder: Path, max_numpy_steps: int, with_jax: bool, names: list[str] | None):
+    """One JSON line per captured fit (see the module docstring)."""
     from synth_core.inference import FactoredOracle, TreeOracle
 
-    for name in sorted(folder.glob("fit_*.pkl")):
-        record = pickle.loads(name.read_bytes())
+    for name, record in captured_fits(folder, names):
         row = {"kind": "captured", "fit": name.name, "tree_mb": None, "steps": record["max_iters"],
                "captured_path": record["path"], "captured_cpu_s": round(record["cpu"], 2),
                "captured_compiled": record["compiled"],
@@ -222,6 +235,40 @@ def captured_rows(folder: Path, max_numpy_steps: int, with_jax: bool):
         print(json.dumps(row), flush=True)
 
 
+def convergence_rows(folder: Path, steps: list[int], names: list[str] | None):
+    """One JSON line per (captured fit, step count) (see the module docstring)."""
+    import types
+
+    from synth_core.model import STEPS_PER_BLOCK, L2Loss, PGMEstimator, merge_repeated
+
+    counts = sorted(set(steps) | {s - STEPS_PER_BLOCK for s in steps if s > STEPS_PER_BLOCK})
+    for name, record in captured_fits(folder, names):
+        loss_fn = L2Loss(record["sizes"], merge_repeated(record["measurements"]))
+        warm = types.SimpleNamespace(potentials=record["warm"]) if record["warm"] else None
+        fits = {}
+        for count in counts:
+            est = PGMEstimator(record["sizes"], max_iters=count, tol=0.0, path="jax")
+            start = time.process_time()
+            model = est.fit(record["measurements"], record["total"], warm=warm)
+            fits[count] = (model, loss_fn(model.fitted_marginals), time.process_time() - start)
+        last_model, last_loss, _ = fits[max(counts)]
+        for count in sorted(steps):
+            model, loss, cpu = fits[count]
+            before = fits.get(count - STEPS_PER_BLOCK)
+            print(json.dumps({
+                "kind": "convergence", "fit": name.name, "tree_mb": round(model.size_mb, 1),
+                "captured_max_iters": record["max_iters"], "captured_tol": record["tol"],
+                "steps": count, "loss": round(loss, 4),
+                "loss_excess_over_last": round(loss / last_loss - 1, 6),
+                "last_block_improvement": (None if before is None else
+                                           round((before[1] - loss) / max(abs(loss), 1.0), 7)),
+                "max_l1_share_vs_last": round(max(
+                    float(np.abs(model.fitted_marginals[c] - last_model.fitted_marginals[c]).sum())
+                    for c in model.cliques) / record["total"], 6),
+                "cpu_s": round(cpu, 2), "last_steps": max(counts), "loadavg": loadavg()}),
+                flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -231,9 +278,16 @@ def main() -> None:
     parser.add_argument("--max-numpy-steps", type=int, default=100,
                         help="replay on numpy only the captured fits of at most this many steps")
     parser.add_argument("--jax", action="store_true", help="with --captured: also fit compiled")
+    parser.add_argument("--convergence", type=int, nargs="+", metavar="N",
+                        help="with --captured: fit each captured structure for N steps, tol 0")
+    parser.add_argument("--fits", nargs="+", metavar="NAME",
+                        help="with --captured: only these files (fit_000.pkl ...)")
     opts = parser.parse_args()
+    if opts.captured and opts.convergence:
+        convergence_rows(opts.captured, opts.convergence, opts.fits)
+        return
     if opts.captured:
-        captured_rows(opts.captured, opts.max_numpy_steps, opts.jax)
+        captured_rows(opts.captured, opts.max_numpy_steps, opts.jax, opts.fits)
         return
     if not opts.skip_runs:
         run_rows(opts.repeats)
