@@ -17,7 +17,7 @@ s = wb.settings
 
 st.markdown(f"**{wb.mechanism_title()}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} "
             f"({s.neighbours}); workload `{s.workload}`; rounds "
-            f"{s.rounds if s.rounds is not None else 'paper default'}; public: "
+            f"{s.rounds if s.rounds is not None else 'the default'}; public: "
             f"{wb.public_summary()}; mode: {mode_text(s.run_mode, s.seed)}.")
 notes.settings_notes(s)
 try:

@@ -121,13 +121,13 @@ with st.form("budget_form"):
                           index=["bounded", "unbounded"].index(saved["neighbours"]),
                           help="bounded: replace one record (n public; JAM-PGM's setting); "
                                "unbounded: add/remove one record (AIM's setting).")
-    st.markdown("**Hyper-parameters** (the papers' defaults unless changed)")
+    st.markdown("**Hyper-parameters** (the mechanism's defaults unless changed; docs/mechanisms.md says where they depart from its paper)")
     h1, h2, h3, h4 = st.columns(4)
     rounds_default = params.get("rounds")
     if "rounds" in params:
         use_default = h1.checkbox(
-            f"Paper default rounds ({rounds_default})" if rounds_default else
-            "Paper default rounds (set by the mechanism)", value=saved["rounds_default"],
+            f"Default rounds ({rounds_default})" if rounds_default else
+            "Default rounds (set by the mechanism)", value=saved["rounds_default"],
             key="rounds_default")
         rounds = h1.number_input("Rounds T", min_value=1, max_value=10000,
                                  value=saved["rounds"], key="rounds")
@@ -155,7 +155,7 @@ with st.form("budget_form"):
              and o.type in (bool, int, float) and o.default is not None]
     options = {}
     if extra:
-        with st.expander(f"Advanced: {choice.title}'s own parameters (paper defaults)"):
+        with st.expander(f"Advanced: {choice.title}'s own parameters (its defaults)"):
             cols = st.columns(min(4, len(extra)))
             for i, opt in enumerate(extra):
                 name, default = opt.name, opt.default

@@ -22,7 +22,10 @@ Figures:
 Default setting, all figures: all-3-way workload, delta 1e-9, bounded DP, the
 mechanisms' own defaults, epsilon in {0.1, 1, 10}, seeds 0-2. ``--setting
 paper`` uses each paper's stated delta, epsilons, seeds, rounds and neighbour
-relation (:data:`PAPER`; results in ``<folder>/paper_setting/``). Each run is its own process
+relation where our mechanism has it (vJAM-PGM and the conditional methods
+support only "replace one record's private values"), (:data:`PAPER`; results in
+``<folder>/paper_setting/``). ``vertical-adult`` in the default setting runs
+``benchmarks/vertical.py`` (its own runs file, table and plot). Each run is its own process
 (``isolate``), so a long sweep stays bounded in memory. Each figure has its
 folder ``benchmarks/results/<figure>/`` (``jam_adult``, ``jam_titanic``): the
 per-run Parquet files in ``store/`` (kept out of git; stopping and restarting
@@ -69,14 +72,32 @@ def folder(figure: str, setting: str = "default") -> Path:
     return base if setting == "default" else base / "paper_setting"
 
 
-#: the committed run table of a folder's Parquet store, where ``runs.jsonl``
-#: is another script's (``vertical_adult/runs.jsonl`` is benchmarks/vertical.py's)
-STORE_TABLES = {"vertical_adult": "sweep_runs.jsonl"}
-
-
 def runs_table(folder_path: Path) -> Path:
     """The committed table that stands for ``folder_path/store``."""
-    return folder_path / STORE_TABLES.get(folder_path.name, "runs.jsonl")
+    return folder_path / "runs.jsonl"
+
+
+#: figures whose default-setting runs, table and plot are another script's:
+#: ``reproduce.py FIGURE`` runs that script instead (its own resumable runs file)
+DEFAULT_SETTING_SCRIPTS = {"vertical-adult": "vertical.py"}
+
+
+def delegate(figure: str, args: argparse.Namespace) -> int:
+    """Run the figure's default setting through its own script (runs, then the figure)."""
+    import subprocess
+
+    script = [sys.executable, str(Path(__file__).with_name(DEFAULT_SETTING_SCRIPTS[figure]))]
+    if args.workloads:
+        raise SystemExit(f"{figure} has no workload panels: drop --workloads")
+    if not args.plot_only:
+        grid = []
+        for flag, values in (("--mechanisms", args.mechanisms), ("--epsilons", args.epsilons),
+                             ("--seeds", args.seeds)):
+            grid += [flag, *map(str, values)] if values else []
+        code = subprocess.call(script + grid)
+        if code:
+            return code
+    return subprocess.call(script + ["--figure"])
 
 
 def figure_store(figure: str, setting: str = "default") -> ResultStore:
@@ -182,7 +203,8 @@ FIGURES = {
         mechanisms=_plain("jam-pgm", "pmw-pub", "gem-pub", "aim", "gem", "public-only"),
         metric="workload_error"),
     "vertical-adult": dict(
-        title="Vertical paper, Figure 2: Adult, public columns (error on W')",
+        title="Vertical paper, Figure 2: Adult, public columns",
+        metric_titles={"workload_error_private": "error on W'", "workload_error": "error on W"},
         datasets=lambda: [_vertical(f) for f in (0.25, 0.5, 0.75)],
         mechanisms=(MechanismSpec("aim", "aim"), MechanismSpec("vjam-pgm", "vjam-pgm"),
                     MechanismSpec("conditional-aim", "aim", {"conditional": True}),
@@ -227,9 +249,10 @@ AIM_PAPER = dict(settings={"delta": 1e-9, "workload": "all-3way", "neighbours": 
 #: the paper settings per figure, where they differ from the default (docs/experiments.md,
 #: "Paper reproductions", lists every difference with the reason for our default)
 PAPER = {
-    "jam-adult": dict(JAM_PAPER, gem_pub_rounds=(5, 150)),      # sec. 5.1: T = 5 and T = 150
-    # sec. 5.2: T = 1 and T = 5; and plain "gem-pub" (our default T = 50) beside them,
-    # outside the paper's claims (benchmarks/paper_findings.py checks the T = N labels)
+    # sec. 5.1: T = 5 and T = 150; sec. 5.2: T = 1 and T = 5; plain "gem-pub" (our
+    # default T = 50) beside them, outside the paper's claims (benchmarks/paper_findings.py
+    # checks the T = N labels)
+    "jam-adult": dict(JAM_PAPER, gem_pub_rounds=(5, 150), gem_pub_default=True),
     "jam-titanic": dict(JAM_PAPER, gem_pub_rounds=(1, 5), gem_pub_default=True),
     # vertical paper, App. B.2: delta 1e-6, T = 100 for every method; App. A: add/remove
     # neighbours (AIM runs so; vJAM-PGM and conditional generation support only
@@ -301,6 +324,8 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
     mechanism's runs (made on the first split) are shown under every split."""
     spec = FIGURES[figure]
     metric = figure_setting(figure, setting)["metric"]
+    if runs.empty:
+        return []
     runs = runs[runs["status"] == "finished"]
     # only runs of the figure's current configuration: a run made with other
     # settings (e.g. AIM with 100 fit iterations per round, its old default)
@@ -372,9 +397,17 @@ def write_cost(costs: list[dict], out: Path) -> None:
         fh.write("\n".join(lines) + "\n")
 
 
+def figure_title(figure: str, setting: str = "default") -> str:
+    """The figure's title, naming its error where the figure has several, and the setting."""
+    spec = FIGURES[figure]
+    metric = spec.get("metric_titles", {}).get(figure_setting(figure, setting)["metric"])
+    return (spec["title"] + (f" ({metric})" if metric else "")
+            + (" (the paper's setting)" if setting == "paper" else ""))
+
+
 def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "default") -> None:
     metric = figure_setting(figure, setting)["metric"]
-    title = FIGURES[figure]["title"] + (" (the paper's setting)" if setting == "paper" else "")
+    title = figure_title(figure, setting)
     lines = [f"# {title}", "", f"Workload error ({metric}), mean over seeds [min, max]; "
              "CURATOR-ONLY diagnostics.", ""]
     if FIGURES[figure].get("show_cpu"):
@@ -412,7 +445,7 @@ def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "de
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-def plot_figure(figure: str, rows: list[dict]):
+def plot_figure(figure: str, rows: list[dict], setting: str = "default"):
     """One panel per dataset: mean metric against epsilon (log x; log y where the
     figure says ``log_y``), min-max bars over seeds; an Altair chart in the
     palette's mechanism colours. The figure's ``dashed`` mechanisms (default:
@@ -431,21 +464,22 @@ def plot_figure(figure: str, rows: list[dict]):
     dashed = " || ".join(f"datum.mechanism == '{m}'" for m in spec.get("dashed", ("public-only",)))
     y_scale = alt.Scale(type="log") if spec.get("log_y") else alt.Undefined
     lines = base.mark_line(point=True).encode(
-        y=alt.Y("mean:Q", title=spec["metric"].replace("_", " "), scale=y_scale),
+        y=alt.Y("mean:Q", title=figure_setting(figure, setting)["metric"].replace("_", " "),
+                scale=y_scale),
         strokeDash=alt.condition(dashed, alt.value([5, 3]), alt.value([1, 0])))
     bars = base.mark_rule().encode(y=alt.Y("min:Q", scale=y_scale), y2="max:Q")
     return alt.layer(lines, bars, data=data).properties(width=280, height=260).facet(
-        column=alt.Column("dataset:N", title=None)).properties(title=FIGURES[figure]["title"])
+        column=alt.Column("dataset:N", title=None)).properties(title=figure_title(figure, setting))
 
 
-def plot(figure: str, rows: list[dict], path: Path) -> bool:
+def plot(figure: str, rows: list[dict], path: Path, setting: str = "default") -> bool:
     """The figure as a PNG (Altair through vl-convert, the [notebook] extra; no
     browser); False if not written."""
     from synth_core.errors import ConfigError
     from synth_core.notebook import save_figure
 
     try:
-        save_figure(plot_figure(figure, rows), path, scale=1.25)
+        save_figure(plot_figure(figure, rows, setting), path, scale=1.25)
     except (ConfigError, ImportError) as exc:
         print(f"{exc}: no PNG written", file=sys.stderr)
         return False
@@ -471,6 +505,8 @@ def main() -> None:
                     help="run in this process instead of one process per run")
     args = ap.parse_args()
     fig, setting = args.figure, args.setting
+    if setting == "default" and fig in DEFAULT_SETTING_SCRIPTS:
+        raise SystemExit(delegate(fig, args))
     store = figure_store(fig, setting)
     if not args.plot_only:
         require_shared()
@@ -489,13 +525,16 @@ def main() -> None:
     if len(store.runs()):
         export_runs(store, runs_table(out))
     rows = table(fig, stored_runs(fig, setting), setting)
+    if not rows:
+        raise SystemExit(f"{fig} ({setting} setting): no finished runs in {store.root} or "
+                         f"{runs_table(out)}; run without --plot-only first (nothing written)")
     for r in rows:
         emit(bench=f"reproduce-{fig}-summary", setting=setting, **r)
     for f in findings(fig, rows):
         emit(bench=f"reproduce-{fig}-finding", setting=setting, **f)
     write_markdown(fig, rows, out / "figure.md", setting)
     write_cost(cost_rows(stored_runs(fig, setting)), out)
-    if rows and plot(fig, rows, out / "figure.png"):
+    if rows and plot(fig, rows, out / "figure.png", setting):
         print(f"wrote {out / 'figure.png'}", file=sys.stderr)
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Target: the what-if curve for JAM-PGM on adult_pub025 predicts the real
 workload error at epsilon 1 within a factor of 1.5.
 
-Prediction: JAM-PGM (paper defaults: 30 rounds, 80 MB, all-3way, delta 1e-9,
+Prediction: JAM-PGM (its defaults: 30 rounds, 80 MB, all-3way, delta 1e-9,
 bounded DP) run on the ``public-rows`` stand-in built from the public table
 only (see synth_core/whatif.py): the public rows rescaled to the private row
 count n (public under bounded DP), with a stand-in public table made by

@@ -429,9 +429,10 @@ class Synthesizer:
     """Configure a mechanism, run it on data, get the synthetic data and report.
 
     Args:
-        mechanism: one of ``synth_core.MECHANISMS`` (``aim``, ``jam-pgm``,
-            ``vjam-pgm``, ``mwem-pgm``, ``pmw-pub``, ``gem``, ``gem-pub``,
-            ``public-only``).
+        mechanism: one of ``synth_core.MECHANISMS``: ``aim``, ``mwem-pgm``, ``mst``,
+            ``privbayes-pgm``, ``independent``, ``gem`` (private data only); ``jam-pgm``,
+            ``pmw-pub``, ``gem-pub``, ``public-only`` (public rows); ``vjam-pgm``,
+            ``vpmw``, ``vgem-pub`` (public columns).
         epsilon, delta: the (epsilon, delta)-DP target, converted to rho-zCDP.
         workload: ``all-3way``, ``target:COL:K``, an explicit spec (see
             :func:`~synth_core.workload.parse_workload`) or a Workload.

@@ -221,7 +221,7 @@ def _research_three_rounds(page) -> None:
     page.get_by_text("Research (seeded, continuous Gaussian, reproducible)").click()
     page.get_by_text("switch to research mode with seed 0").wait_for()
     _idle(page)                                      # the mode's rerun is over: the form stays
-    page.get_by_text("Paper default rounds").click()
+    page.get_by_text("Default rounds").click()
     page.get_by_text("Default fit iterations").click()
     for label, value in (("Rounds T", "3"), ("Fit iterations per round", "20"),
                          ("Final fit iterations", "50")):
@@ -367,7 +367,7 @@ def test_main_path(server, browser):
 
 
 def test_stop_button_works_while_running(server, browser):
-    """A long run (paper defaults: 30 rounds on Adult) stays stoppable from the page."""
+    """A long run (default: 30 rounds on Adult) stays stoppable from the page."""
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.set_default_timeout(30_000)
     page.goto(server)

@@ -3,11 +3,12 @@
 Two fresh interpreters with different ``PYTHONHASHSEED`` values, and one
 interpreter running other seeds in between, must write byte-identical
 synthetic CSVs and reports (the report's clock and timing fields left out),
-on the numpy fit path and on the compiled (JAX) path forced with
-``SYNTH_FIT_PATH=jax``, for AIM, JAM-PGM and vJAM-PGM.
+for every mechanism (the golden-digest cases of tests/test_seeded_outputs.py) on
+the numpy fit path, and for AIM, JAM-PGM and vJAM-PGM on the compiled (JAX)
+path forced with ``SYNTH_FIT_PATH=jax``.
 
-``python tests/test_determinism.py OUT_DIR`` writes each case's two files
-into ``OUT_DIR``; the tests run that in subprocesses and compare the bytes.
+``python tests/test_determinism.py OUT_DIR CASE [CASE ...]`` writes each case's
+two files into ``OUT_DIR``; the tests run that in subprocesses and compare the bytes.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ from synth_core import Synthesizer
 from synth_core.model import FIT_PATH_ENV, PGMEstimator
 from synth_core.report import json_bytes, table_bytes
 from test_fit_paths import random_model, two_way_gap
-from tiny_tables import FIT, PRIVATE, SCHEMA, SHIFTED_PUBLIC
+from test_seeded_outputs import CASES as SEEDED_CASES
+from tiny_tables import PRIVATE, SCHEMA
 
-#: case -> (mechanism, settings, run arguments): one run of each mechanism that samples
-CASES = {
-    "aim": ("aim", dict(rounds=4, **FIT), {}),
-    "jam-pgm": ("jam-pgm", dict(rounds=3, **FIT), {"public": SHIFTED_PUBLIC}),
-    "vjam-pgm": ("vjam-pgm", dict(rounds=3, **FIT), {"public_columns": ["a", "b"]}),
-}
+#: case -> (mechanism, settings, run arguments): every golden-digest case that runs
+#: on in-memory tables (one or more per mechanism)
+CASES = {name: case for name, case in SEEDED_CASES.items()
+         if case[2].get("backend", "memory") == "memory"}
+#: the cases whose rounds fit Private-PGM models: the compiled path's (it compiles a
+#: program per clique structure, seconds each)
+PGM_CASES = ("aim", "jam-pgm", "vjam-pgm")
 #: report fields that read the clock (creation time, elapsed seconds)
 CLOCK_FIELDS = {"created", "seconds"}
 #: the seed of the fresh-process runs, and two hash seeds under which ``mbi``'s sampler
@@ -65,41 +68,42 @@ def fit_paths(report_bytes: bytes) -> set[str]:
             if event.get("fit_path")}
 
 
-def write_cases(folder: Path) -> None:
-    """Every case's files, written into ``folder``."""
-    for case in CASES:
+def write_cases(folder: Path, cases: list[str]) -> None:
+    """The cases' files, written into ``folder``."""
+    for case in cases:
         for name, data in run_bytes(case, SEED).items():
             (folder / name).write_bytes(data)
 
 
-def fresh_process_outputs(folder: Path, hash_seed: str, fit_path: str) -> dict[str, bytes]:
-    """Every case's files from a new interpreter with the given hash seed and fit path."""
+def fresh_process_outputs(folder: Path, hash_seed: str, fit_path: str,
+                          cases: tuple[str, ...]) -> dict[str, bytes]:
+    """The cases' files from a new interpreter with the given hash seed and fit path."""
     folder.mkdir()
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, FIT_PATH_ENV: fit_path}
     root = Path(__file__).parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, __file__, str(folder)], env=env, cwd=root,
+    done = subprocess.run([sys.executable, __file__, str(folder), *cases], env=env, cwd=root,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-#: the compiled path compiles a program per clique structure: seconds per run
-PATHS = ["numpy", pytest.param("jax", marks=pytest.mark.slow)]
+#: (fit path, cases): the compiled path compiles a program per clique structure
+PATHS = [("numpy", tuple(CASES)), pytest.param("jax", PGM_CASES, marks=pytest.mark.slow)]
 
 
-@pytest.mark.parametrize("fit_path", PATHS)
-def test_fresh_processes_with_different_hash_seeds_agree(fit_path, tmp_path):
-    first = fresh_process_outputs(tmp_path / "first", HASH_SEEDS[0], fit_path)
-    second = fresh_process_outputs(tmp_path / "second", HASH_SEEDS[1], fit_path)
-    assert sorted(first) == sorted(f"{c}.{x}" for c in CASES for x in ("csv", "json"))
-    for case in CASES:
+@pytest.mark.parametrize(("fit_path", "cases"), PATHS)
+def test_fresh_processes_with_different_hash_seeds_agree(fit_path, cases, tmp_path):
+    first = fresh_process_outputs(tmp_path / "first", HASH_SEEDS[0], fit_path, cases)
+    second = fresh_process_outputs(tmp_path / "second", HASH_SEEDS[1], fit_path, cases)
+    assert sorted(first) == sorted(f"{c}.{x}" for c in cases for x in ("csv", "json"))
+    for case in PGM_CASES:
         assert fit_paths(first[f"{case}.json"]) == {fit_path}
     differing = [name for name in first if first[name] != second[name]]
     assert not differing, f"{fit_path} path: outputs depend on PYTHONHASHSEED: {differing}"
 
 
-@pytest.mark.parametrize("fit_path", PATHS)
+@pytest.mark.parametrize("fit_path", ["numpy", pytest.param("jax", marks=pytest.mark.slow)])
 def test_earlier_runs_in_the_process_do_not_change_a_seeded_run(fit_path, monkeypatch):
     monkeypatch.setenv(FIT_PATH_ENV, fit_path)
     case = "jam-pgm"
@@ -126,4 +130,4 @@ def test_compiled_path_model_samples_follow_the_model():
 
 
 if __name__ == "__main__":
-    write_cases(Path(sys.argv[1]))
+    write_cases(Path(sys.argv[1]), sys.argv[2:])

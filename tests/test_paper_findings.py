@@ -211,7 +211,9 @@ def test_paper_setting_maps_each_papers_stated_parameters():
     assert jam["settings"]["workload"] == "all-3way"
     assert jam["epsilons"] == (0.03, 0.1, 0.31, 1.0, 3.16, 10.0) and len(jam["seeds"]) == 5
     gem_pub = {m.label: m.options for m in jam["mechanisms"] if m.mechanism == "gem-pub"}
-    assert gem_pub == {"gem-pub T=5": {"rounds": 5}, "gem-pub T=150": {"rounds": 150}}
+    # the paper's two tuned T values, and our default (T = 50) beside them
+    assert gem_pub == {"gem-pub T=5": {"rounds": 5}, "gem-pub T=150": {"rounds": 150},
+                       "gem-pub": {}}
     titanic = reproduce.figure_setting("jam-titanic", "paper")
     assert [(m.label, m.options) for m in titanic["mechanisms"] if m.mechanism == "gem-pub"] \
         == [("gem-pub T=1", {"rounds": 1}), ("gem-pub T=5", {"rounds": 5}), ("gem-pub", {})]

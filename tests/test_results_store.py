@@ -99,5 +99,16 @@ def test_a_store_exports_to_its_run_table(tmp_path):
     assert [r["workload_error"] for r in rows] == [0.25, 0.75]
     back = pd.read_json(tmp_path / "runs.jsonl", lines=True, dtype=False)
     assert back["workload_error"].mean() == pytest.approx(0.5)
-    assert reproduce.runs_table(tmp_path / "vertical_adult").name == "sweep_runs.jsonl"
-    assert reproduce.runs_table(tmp_path / "jam_adult").name == "runs.jsonl"
+    assert reproduce.runs_table(tmp_path / "jam_adult") == tmp_path / "jam_adult" / "runs.jsonl"
+
+
+def test_plotting_a_figure_without_runs_stops_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    import reproduce
+
+    monkeypatch.setattr(reproduce, "OUT", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["reproduce.py", "aim-titanic", "--setting", "paper",
+                                      "--plot-only"])
+    with pytest.raises(SystemExit) as stop:
+        reproduce.main()
+    assert "no finished runs" in str(stop.value) and "without --plot-only" in str(stop.value)
+    assert not list(tmp_path.rglob("figure.md")) and not list(tmp_path.rglob("cost.jsonl"))

@@ -115,7 +115,7 @@ def resolve_fit_iters(name: str, fit_iters: int | None) -> int | None:
 
 
 def make_mechanism(name: str, **options):
-    """Build a mechanism by name with its options (paper defaults for the rest);
+    """Build a mechanism by name with its options (defaults for the rest);
     options are checked against its declared table first (:func:`check_options`)."""
     return mechanism_class(name).build(**options)
 

@@ -286,7 +286,7 @@ class Mechanism(ABC):
 
     @classmethod
     def build(cls, **options) -> "Mechanism":
-        """The mechanism with checked options (paper defaults for the rest)."""
+        """The mechanism with checked options (defaults for the rest)."""
         cls.check_options(options)
         if not cls.capabilities.uses_public_columns:
             options.pop("public_columns", None)

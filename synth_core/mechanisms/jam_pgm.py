@@ -55,7 +55,8 @@ from .base import (BOUNDED, MAX_MODEL_SIZE_OPTION, OPTIONAL, PUBLIC_COLUMNS_OPTI
 JAM_MEASURE_SHARE = 0.8
 #: Sensitivity of JAM-PGM's scores under bounded DP (difference of two L1 errors).
 JAM_SCORE_SENSITIVITY = 4.0
-#: The paper's default number of rounds.
+#: JAM-PGM's rounds T when the run sets none. The JAM paper tuned T per data set
+#: and does not state the values (docs/experiments.md, the paper setting).
 JAM_DEFAULT_ROUNDS = 30
 #: Source of an exact measurement from the table's own public columns (JAM-PGM with both).
 PUBLIC_COLUMNS = "public-columns"

@@ -19,7 +19,7 @@ DELTA_GRID = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12)
 
 #: What the Workload and budget page sets: exactly a run's configuration
 #: (frozen; the page replaces it with ``dataclasses.replace``). ``rounds=None``
-#: means the mechanism's paper default.
+#: means the mechanism's default.
 RunSettings = RunConfig
 
 DOMAIN_SOURCE_TEXT = {
@@ -35,7 +35,7 @@ def describe_domain(source: str) -> str:
 
 
 def mechanism_parameters(name: str) -> dict[str, object]:
-    """A mechanism's declared options and their defaults (the papers' defaults)."""
+    """A mechanism's declared options and their defaults (the mechanisms' defaults)."""
     return {o.name: o.default for o in MECHANISMS[name].options if o.name != "public_columns"}
 
 
