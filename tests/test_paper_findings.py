@@ -381,3 +381,52 @@ def test_committed_aim_titanic_runs_give_the_documented_verdicts_and_figure(tmp_
     assert {c["finding"]: c["verdict"] for c in checks} == AIM_TITANIC_DOCUMENTED
     reproduce.write_markdown("aim-titanic", rows, tmp_path / "figure.md", "paper")
     assert (tmp_path / "figure.md").read_text() == (folder / "figure.md").read_text()
+
+
+def reduced_means(changes: dict | None = None) -> dict:
+    """A Figure-1 table (Adult (red.)) on which every vertical claim about it holds:
+    vPMW worst, vGEM-Pub above AIM, vJAM-PGM below AIM with a gap that narrows as
+    epsilon grows, the conditional methods lowest and Conditional AIM below
+    Conditional vJAM-PGM."""
+    means = {}
+    for i, e in enumerate((0.1, 1.0, 10.0)):
+        means[(pf.REDUCED, "aim", e)] = 0.40 - 0.1 * i
+        means[(pf.REDUCED, "vjam-pgm", e)] = 0.30 - 0.07 * i
+        means[(pf.REDUCED, "conditional-aim", e)] = 0.10 - 0.02 * i
+        means[(pf.REDUCED, "conditional-vjam-pgm", e)] = 0.12 - 0.02 * i
+        means[(pf.REDUCED, "vgem-pub", e)] = 0.50
+        means[(pf.REDUCED, "vpmw", e)] = 1.0
+    means.update(changes or {})
+    return means
+
+
+def test_reduced_adult_claims_hold_as_worded_and_fail_on_one_point():
+    checks = by_key(pf.findings("vertical-reduced", rows_from(reduced_means())))
+    assert {k: c["verdict"] for k, c in checks.items()} == dict.fromkeys(
+        ("vpmw-poor", "vgem-above-aim", "vjam-below-aim-below-1", "vjam-gap-narrows",
+         "conditional-beat-vertical", "conditional-vjam-worse"), pf.HOLDS)
+    # the gap AIM - vJAM-PGM: 0.10 at epsilon 0.1, 0.04 at 10; widening it at 10 fails
+    gap = checks["vjam-gap-narrows"]["detail"][0]
+    assert gap["lower_mean"] == pytest.approx(0.04) and gap["higher_mean"] == pytest.approx(0.10)
+    wider = reduced_means({(pf.REDUCED, "aim", 10.0): 0.30})
+    assert by_key(pf.findings("vertical-reduced", rows_from(wider)))[
+        "vjam-gap-narrows"]["verdict"] == pf.FAILS
+    # one conditional method above vJAM-PGM at one epsilon fails 'outperforming all'
+    worse = reduced_means({(pf.REDUCED, "conditional-vjam-pgm", 1.0): 0.26})
+    check = by_key(pf.findings("vertical-reduced", rows_from(worse)))["conditional-beat-vertical"]
+    assert check["verdict"] == pf.FAILS
+    assert check["failing"] == [f"{pf.REDUCED} ε 1: conditional-vjam-pgm vs vjam-pgm"]
+    # 'generally poor' (most points): vPMW below one other method at one point still holds
+    mostly = reduced_means({(pf.REDUCED, "vgem-pub", 0.1): 1.2})
+    assert by_key(pf.findings("vertical-reduced", rows_from(mostly)))[
+        "vpmw-poor"]["verdict"] == pf.HOLDS
+
+
+@pytest.mark.skipif(not (SHARED / "adult").exists(), reason="../shared/data/adult is absent")
+def test_reduced_adult_is_the_first_eight_columns_with_six_public():
+    """The paper's Adult (red.): "only the first 8 columns" of Adult, 6 of them public."""
+    header = (SHARED / "adult" / "adult.csv").open().readline().strip().split(",")
+    assert reproduce.REDUCED_COLUMNS == tuple(header[:8])
+    assert len(reproduce.REDUCED_PUBLIC) == 6 and set(reproduce.REDUCED_PUBLIC) < set(
+        reproduce.REDUCED_COLUMNS)
+    assert reproduce.figure_setting("vertical-reduced", "paper")["settings"]["delta"] == 1e-6
