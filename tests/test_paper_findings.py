@@ -380,6 +380,7 @@ def test_committed_aim_titanic_runs_give_the_documented_verdicts_and_figure(tmp_
     checks = pf.findings("aim-titanic", rows)
     assert {c["finding"]: c["verdict"] for c in checks} == AIM_TITANIC_DOCUMENTED
     reproduce.write_markdown("aim-titanic", rows, tmp_path / "figure.md", "paper")
+    reproduce.write_cost(reproduce.cost_rows(runs), tmp_path)   # as reproduce.py's main
     assert (tmp_path / "figure.md").read_text() == (folder / "figure.md").read_text()
 
 
