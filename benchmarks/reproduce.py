@@ -26,7 +26,7 @@ Default setting, all figures: all-3-way workload, delta 1e-9, bounded DP, the
 mechanisms' own defaults, epsilon in {0.1, 1, 10}, seeds 0-2. ``--setting
 paper`` uses each paper's stated delta, epsilons, seeds, rounds and neighbour
 relation where our mechanism has it (vJAM-PGM and the conditional methods
-support only "replace one record's private values"), (:data:`PAPER`; results in
+support only "replace one record's private values"; :data:`PAPER`; results in
 ``<folder>/paper_setting/``). ``vertical-adult`` in the default setting runs
 ``benchmarks/vertical.py`` (its own runs file, table and plot). Each run is its own process
 (``isolate``), so a long sweep stays bounded in memory. Each figure has its
@@ -216,6 +216,15 @@ AIM_NOTE = ("The paper's PrivMRF and RAP are not implemented here, nor its Gauss
             "difference from the paper's setting.")
 
 
+#: the vertical figures' Private-PGM mechanisms, plain and conditional
+VERTICAL_MECHANISMS = (MechanismSpec("aim", "aim"), MechanismSpec("vjam-pgm", "vjam-pgm"),
+                       MechanismSpec("conditional-aim", "aim", {"conditional": True}),
+                       MechanismSpec("conditional-vjam-pgm", "vjam-pgm", {"conditional": True}))
+#: their error: on W' by default (the paper setting scores W), named in the title
+VERTICAL_ERROR = dict(metric="workload_error_private",
+                      metric_titles={"workload_error_private": "error on W'",
+                                     "workload_error": "error on W"})
+
 FIGURES = {
     "jam-adult": dict(
         title="JAM-PGM paper, Figure 1: Adult, biased public rows",
@@ -231,21 +240,12 @@ FIGURES = {
         metric="workload_error"),
     "vertical-adult": dict(
         title="Vertical paper, Figure 2: Adult, public columns",
-        metric_titles={"workload_error_private": "error on W'", "workload_error": "error on W"},
         datasets=lambda: [_vertical(f) for f in (0.25, 0.5, 0.75)],
-        mechanisms=(MechanismSpec("aim", "aim"), MechanismSpec("vjam-pgm", "vjam-pgm"),
-                    MechanismSpec("conditional-aim", "aim", {"conditional": True}),
-                    MechanismSpec("conditional-vjam-pgm", "vjam-pgm", {"conditional": True})),
-        metric="workload_error_private"),
+        mechanisms=VERTICAL_MECHANISMS, **VERTICAL_ERROR),
     "vertical-reduced": dict(
         title="Vertical paper, Figure 1: Adult (red.), 6 of 8 columns public",
         datasets=lambda: [_adult_reduced()],
-        mechanisms=(MechanismSpec("aim", "aim"), MechanismSpec("vjam-pgm", "vjam-pgm"),
-                    MechanismSpec("conditional-aim", "aim", {"conditional": True}),
-                    MechanismSpec("conditional-vjam-pgm", "vjam-pgm", {"conditional": True}),
-                    MechanismSpec("vpmw", "vpmw"), MechanismSpec("vgem-pub", "vgem-pub")),
-        metric="workload_error_private",
-        metric_titles={"workload_error_private": "error on W'", "workload_error": "error on W"}),
+        mechanisms=VERTICAL_MECHANISMS + _plain("vpmw", "vgem-pub"), **VERTICAL_ERROR),
     # AIM paper sec. 6.1: "all 3-way marginals involving some specified target
     # attribute [...] For the adult and titanic datasets, these are the income>50K
     # attribute and the Survived attribute"; one panel per workload
