@@ -141,7 +141,7 @@ with st.form("budget_form"):
         value=saved["fit_iters_default"], key="fit_iters_default",
         help="Up to 1000 mirror-descent iterations per round for AIM, as its authors (its "
              "annealing test needs a fit that has moved as far as it will), 100 for the others. "
-             "A fit also stops once it has converged. vJAM-PGM gains from 1,000: 26-34% lower "
+             "A fit also stops once it has converged. vJAM-PGM gains from 1,000: 20-34% lower "
              "error on Adult with half or more of the columns public, at 3-9 times the CPU "
              "(docs/mechanisms.md); JAM-PGM does not.")
     fit_iters = h3.number_input("Fit iterations per round", min_value=1, max_value=10000,

@@ -469,6 +469,7 @@ def gap_points(cells: dict, dataset: str, eps, wider: str, narrower: str) -> lis
                   f"gap at ε {eps[0]:g}", gaps[eps[-1]], gaps[eps[0]])]
 
 
+#: the dataset name of Adult (red.) (reproduce.py's vertical-reduced figure)
 REDUCED = "adult (red.), 75% columns public"
 REDUCED_VERTICAL = ("vjam-pgm", "vpmw", "vgem-pub")
 

@@ -167,7 +167,7 @@ def _adult_reduced() -> DatasetSpec:
         schema.write_text(json.dumps({c: domain[c] for c in REDUCED_COLUMNS}))
         pd.read_csv(src / "adult.csv", usecols=list(REDUCED_COLUMNS))[
             list(REDUCED_COLUMNS)].to_csv(data, index=False)
-    return DatasetSpec("adult (red.), 75% columns public", data, schema=schema,
+    return DatasetSpec(paper_findings.REDUCED, data, schema=schema,
                        public_columns=REDUCED_PUBLIC)
 
 
