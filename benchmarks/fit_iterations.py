@@ -117,28 +117,52 @@ def cell_rows(runs: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def paired_rows(runs: pd.DataFrame) -> list[dict]:
-    """Per (setting, epsilon): the seeds run at both iteration counts, the mean
-    paired difference d = err(1000) - err(100), its standard error and the CPU ratio."""
-    rows = []
+def _pairs(runs: pd.DataFrame) -> list[tuple[str, float, list[int], list[float], list[float]]]:
+    """Per (dataset, epsilon) with seeds run at both counts: the seeds, the paired
+    differences d = err(1000) - err(100) and the CPU seconds (100-iteration runs first)."""
+    out = []
     for (data, eps), g in runs.groupby(["dataset", "epsilon"], sort=True):
         by = {it: sub.set_index("seed") for it, sub in g.groupby("fit_iters")}
         if set(ITERS) - set(by):
             continue
         seeds = sorted(set(by[ITERS[0]].index) & set(by[ITERS[1]].index))
-        if not seeds:
-            continue
-        d = [float(by[1000].loc[s, "workload_error"]) - float(by[100].loc[s, "workload_error"])
-             for s in seeds]
-        cpu = [float(by[it].loc[s, "cpu_seconds"]) for it in ITERS for s in seeds]
-        se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else None
-        mean = statistics.mean(d)
-        rows.append({"kind": "paired", "setting": setting_of(data), "dataset": data,
-                     "epsilon": float(eps), "seeds": [int(s) for s in seeds],
-                     "diff_mean": mean, "diff_se": se, "diffs": [round(x, 4) for x in d],
-                     "beyond_noise": None if se is None else abs(mean) > 2 * se,
-                     "cpu_ratio": sum(cpu[len(seeds):]) / sum(cpu[:len(seeds)])})
-    return rows
+        if seeds:
+            d = [float(by[1000].loc[s, "workload_error"]) - float(by[100].loc[s, "workload_error"])
+                 for s in seeds]
+            cpu = [float(by[it].loc[s, "cpu_seconds"]) for it in ITERS for s in seeds]
+            out.append((data, float(eps), [int(s) for s in seeds], d, cpu))
+    return out
+
+
+def _difference(d: list[float], cpu: list[float]) -> dict:
+    """Mean of the paired differences, its standard error, whether it is beyond seed
+    noise (|mean| > 2 se) and the CPU ratio 1000/100 (``cpu``: the 100-iteration half first)."""
+    se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else None
+    mean = statistics.mean(d)
+    half = len(cpu) // 2
+    return {"diff_mean": mean, "diff_se": se, "diffs": [round(x, 4) for x in d],
+            "beyond_noise": None if se is None else abs(mean) > 2 * se,
+            "cpu_ratio": sum(cpu[half:]) / sum(cpu[:half])}
+
+
+def paired_rows(runs: pd.DataFrame) -> list[dict]:
+    """Per (setting, epsilon): the seeds run at both iteration counts, the mean
+    paired difference d = err(1000) - err(100), its standard error and the CPU ratio."""
+    return [{"kind": "paired", "setting": setting_of(data), "dataset": data, "epsilon": eps,
+             "seeds": seeds, **_difference(d, cpu)} for data, eps, seeds, d, cpu in _pairs(runs)]
+
+
+def pooled_rows(runs: pd.DataFrame) -> list[dict]:
+    """Per setting: every pair over its epsilons pooled (the mean d over all pairs, its
+    standard error; the CPU ratio of all the paired runs)."""
+    pooled: dict[str, tuple[list, list, list, list]] = {}
+    for data, eps, seeds, d, cpu in _pairs(runs):
+        acc = pooled.setdefault(data, ([], [], [], []))
+        half = len(cpu) // 2
+        acc[0].append(eps), acc[1].extend(d), acc[2].extend(cpu[:half]), acc[3].extend(cpu[half:])
+    return [{"kind": "pooled", "setting": setting_of(data), "dataset": data, "epsilons": eps,
+             "pairs": len(d), **_difference(d, low + high)}
+            for data, (eps, d, low, high) in sorted(pooled.items())]
 
 
 def finished_runs() -> pd.DataFrame:
@@ -151,13 +175,13 @@ def finished_runs() -> pd.DataFrame:
 
 
 def summarize() -> None:
-    """Export runs.jsonl and write summary.jsonl (cells and paired differences)."""
+    """Export runs.jsonl and write summary.jsonl (cells, paired differences, pooled per setting)."""
     runs = finished_runs()
     if not len(runs):
         print("no finished runs in the store", file=sys.stderr)
         return
     reproduce.export_runs(store(), OUT / "runs.jsonl")
-    rows = cell_rows(runs) + paired_rows(runs)
+    rows = cell_rows(runs) + paired_rows(runs) + pooled_rows(runs)
     (OUT / "summary.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows),
                                        encoding="utf-8")
     for r in rows:

@@ -38,6 +38,20 @@ def test_paired_difference_is_per_seed_with_its_standard_error():
     assert row["cpu_ratio"] == pytest.approx(3.0)
 
 
+def test_pooled_row_takes_every_pair_of_a_setting_over_its_epsilons():
+    errors = {(100, 0): 0.50, (100, 1): 0.40, (1000, 0): 0.45, (1000, 1): 0.38}
+    runs = pd.concat([_runs(errors, {100: 10.0, 1000: 30.0}),
+                      _runs(errors, {100: 10.0, 1000: 50.0}).assign(
+                          epsilon=10.0, workload_error=lambda r: r["workload_error"] * 2)])
+    [row] = fit_iterations.pooled_rows(runs)
+    assert row["epsilons"] == [1.0, 10.0] and row["pairs"] == 4
+    d = [-0.05, -0.02, -0.10, -0.04]
+    assert row["diffs"] == pytest.approx(d)
+    assert row["diff_mean"] == pytest.approx(sum(d) / 4)
+    assert row["diff_se"] == pytest.approx(pd.Series(d).std() / 2)
+    assert row["cpu_ratio"] == pytest.approx((30 + 30 + 50 + 50) / 40)
+
+
 def test_a_difference_within_seed_noise_is_not_beyond_it():
     errors = {(100, 0): 0.50, (100, 1): 0.40, (1000, 0): 0.55, (1000, 1): 0.35}
     [row] = fit_iterations.paired_rows(_runs(errors, {100: 10.0, 1000: 20.0}))
