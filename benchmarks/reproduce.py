@@ -32,8 +32,9 @@ support only "replace one record's private values"; :data:`PAPER`; results in
 (``isolate``), so a long sweep stays bounded in memory. Each figure has its
 folder ``benchmarks/results/<figure>/`` (``jam_adult``, ``jam_titanic``): the
 per-run Parquet files in ``store/`` (kept out of git; stopping and restarting
-resumes), the table of every stored run ``runs.jsonl`` (committed; see
-:func:`runs_table`), and
+resumes, and a fresh clone resumes from the committed table: :func:`seed_store`, which
+also gives the paper setting the default setting's runs of the same jobs), the table of
+every stored run ``runs.jsonl`` (committed; see :func:`runs_table`), and
 ``figure.md`` / ``figure.png``.
 CPU time on this 2-core machine (one run at a time; see
 docs/experiments.md): Titanic about 1 h for three seeds, JAM Adult 5.1 h
@@ -63,7 +64,8 @@ import pandas as pd
 import paper_findings
 from common import DATA, ROOT, emit, require_shared
 
-from synth_core.experiments import DatasetSpec, MechanismSpec, ResultStore, Sweep, run_sweep
+from synth_core.experiments import (FINISHED, RUN_COLUMNS, DatasetSpec, MechanismSpec,
+                                    ResultStore, Sweep, run_sweep)
 
 OUT = ROOT / "benchmarks" / "results"
 
@@ -121,10 +123,41 @@ def stored_runs(figure: str, setting: str = "default") -> pd.DataFrame:
     """The figure's runs: from the Parquet store when it holds any, else from
     the committed table (:func:`runs_table`)."""
     runs = figure_store(figure, setting).runs()
-    table_file = runs_table(folder(figure, setting))
-    if len(runs) or not table_file.exists():
-        return runs
-    return pd.read_json(table_file, lines=True, dtype=False)
+    return runs if len(runs) else stored_runs_table(figure, setting)
+
+
+def seed_store(figure: str, setting: str, store: ResultStore, sweeps: list[Sweep]) -> int:
+    """Fill ``store`` with the runs already made, so a sweep runs only what is missing:
+    the committed table's rows the store lacks (a fresh clone has the table, not the
+    store), and, in the paper setting, the default setting's finished runs of a job of
+    ``sweeps`` (the setting's whole grid, whatever subset is run now). A
+    run id hashes the data and the whole run configuration (:class:`Job`), so a default
+    run with the id of a paper job is that job's run: the JAM-PGM paper's setting is
+    our default one, at more epsilons and seeds. Returns how many rows were written."""
+    have = set(store.runs()["run_id"])
+    wanted = {job.run_id for sweep in sweeps for job in sweep.jobs()}
+    sources = [(stored_runs_table(figure, setting), None)]
+    if setting != "default":
+        sources.append((stored_runs(figure, "default"), wanted))
+    written = 0
+    for runs, only in sources:
+        for row in runs.to_dict("records"):
+            if row["run_id"] in have or (only is not None and (
+                    row["run_id"] not in only or row["status"] != FINISHED)):
+                continue
+            store.write({k: (None if isinstance(v, float) and v != v else v)
+                         for k, v in row.items()})
+            have.add(row["run_id"])
+            written += 1
+    return written
+
+
+def stored_runs_table(figure: str, setting: str = "default") -> pd.DataFrame:
+    """The figure's committed run table (empty when there is none)."""
+    path = runs_table(folder(figure, setting))
+    if not path.exists() or not path.stat().st_size:
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    return pd.read_json(path, lines=True, dtype=False)
 
 
 EPSILONS = (0.1, 1.0, 10.0)
@@ -549,8 +582,13 @@ def main() -> None:
     store = figure_store(fig, setting)
     if not args.plot_only:
         require_shared()
-        for sweep in build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting,
-                                  args.workloads):
+        sweeps = build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting,
+                              args.workloads)
+        adopted = seed_store(fig, setting, store, build_sweeps(fig, setting=setting))
+        if adopted:
+            print(f"{adopted} runs already made (committed table, or the same run in the "
+                  f"default setting) written into {store.root}", file=sys.stderr)
+        for sweep in sweeps:
             for row in run_sweep(sweep, store, isolate=not args.in_process, quiet=True,
                                  on_start=lambda job, i, n: print(
                                      f"run {i + 1}/{n}: {job.label()}", file=sys.stderr,

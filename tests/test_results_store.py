@@ -112,3 +112,46 @@ def test_plotting_a_figure_without_runs_stops_and_writes_nothing(tmp_path, monke
         reproduce.main()
     assert "no finished runs" in str(stop.value) and "without --plot-only" in str(stop.value)
     assert not list(tmp_path.rglob("figure.md")) and not list(tmp_path.rglob("cost.jsonl"))
+
+
+def test_a_sweep_starts_from_the_runs_already_made(tmp_path, monkeypatch):
+    """seed_store fills an empty store from the committed table (a fresh clone) and,
+    in the paper setting, adopts the default setting's finished runs of the same jobs:
+    the JAM-PGM paper's setting is our default, so their run ids coincide."""
+    import pandas as pd
+
+    import reproduce
+    from synth_core.experiments import RUN_COLUMNS, DatasetSpec, MechanismSpec, ResultStore, Sweep
+
+    monkeypatch.setattr(reproduce, "OUT", tmp_path / "results")
+    data = tmp_path / "t.csv"
+    pd.DataFrame({"a": [0, 1, 1, 0], "b": [1, 1, 0, 0]}).to_csv(data, index=False)
+    d = DatasetSpec("t", data)
+
+    def sweep(setting, epsilons):
+        s = reproduce.figure_setting("jam-adult", setting)
+        return Sweep((d,), (MechanismSpec("aim", "aim"),), epsilons, (0,), s["settings"],
+                     name="jam-adult")
+
+    (both,) = sweep("default", (1.0,)).jobs()
+    paper_only, shared = sweep("paper", (0.03, 1.0)).jobs()
+    assert shared.run_id == both.run_id != paper_only.run_id
+
+    def write_table(setting, rows):
+        path = reproduce.runs_table(reproduce.folder("jam-adult", setting))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({c: None for c in RUN_COLUMNS} | r) + "\n"
+                                for r in rows))
+
+    write_table("default", [dict(run_id=both.run_id, status="finished", workload_error=0.2),
+                            dict(run_id="elsewhere", status="finished", workload_error=0.3)])
+    write_table("paper", [dict(run_id="committed", status="finished", workload_error=0.4),
+                          dict(run_id=paper_only.run_id, status="failed")])
+    store = ResultStore(tmp_path / "store")
+    paper = [sweep("paper", (0.03, 1.0))]
+    assert reproduce.seed_store("jam-adult", "paper", store, paper) == 3
+    runs = store.runs().set_index("run_id")
+    assert set(runs.index) == {"committed", both.run_id, paper_only.run_id}
+    assert runs.loc[both.run_id, "workload_error"] == 0.2
+    assert store.finished_ids() == {"committed", both.run_id}   # the failed run is run again
+    assert reproduce.seed_store("jam-adult", "paper", store, paper) == 0
