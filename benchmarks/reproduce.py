@@ -46,6 +46,7 @@ table), vertical Adult about 7 h per seed, so run subsets with
     python benchmarks/reproduce.py jam-adult --mechanisms jam-pgm aim --seeds 0
     python benchmarks/reproduce.py vertical-adult --plot-only
     python benchmarks/reproduce.py jam-titanic --setting paper --mechanisms "gem-pub T=1"
+    python benchmarks/reproduce.py jam-adult --setting paper --missing   # what is left, priced
 
 The PNG is an Altair figure drawn by vl-convert (``pip install -e ".[notebook]"``,
 no browser needed); without them the table is still written. The figures are CURATOR-ONLY diagnostics (true errors).
@@ -55,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from dataclasses import replace
@@ -398,7 +400,7 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
     metric = figure_setting(figure, setting)["metric"]
     if runs.empty:
         return []
-    runs = runs[runs["status"] == "finished"]
+    runs = finished_runs(runs)
     # only runs of the figure's current configuration: a run made with other
     # settings (e.g. AIM with 100 fit iterations per round, its old default)
     # stays in the store but is left out
@@ -449,11 +451,60 @@ def findings(figure: str, rows: list[dict]) -> list[dict]:
 def cost_rows(runs: pd.DataFrame) -> list[dict]:
     """CPU seconds (user + sys of each run's own process) of every finished run,
     per mechanism label and in all (label ``all``): runs, total, mean, min, max."""
-    runs = runs[runs["status"] == "finished"]
+    runs = finished_runs(runs)
     groups = [(m, g) for m, g in runs.groupby("mechanism", sort=True)] + [("all", runs)]
     return [{"mechanism": m, "runs": len(g), "cpu_total": float(g["cpu_seconds"].sum()),
              "cpu_mean": float(g["cpu_seconds"].mean()), "cpu_min": float(g["cpu_seconds"].min()),
              "cpu_max": float(g["cpu_seconds"].max())} for m, g in groups if len(g)]
+
+
+def missing_runs(figure: str, setting: str, sweeps: list[Sweep], runs: pd.DataFrame,
+                 default_runs: pd.DataFrame) -> list[dict]:
+    """The jobs of ``sweeps`` without a finished run in ``runs`` (the setting's): one
+    entry per (panel, mechanism label, epsilon) with the seeds left and the command that
+    runs them, priced at the mean CPU seconds of the label's finished runs at the epsilon
+    nearest on a log scale (``cpu_seconds_per_run``, ``priced_at_epsilon``): the
+    setting's own runs, else the default setting's (``priced_from``; a rough price when
+    the settings differ, as the vertical paper's T = 100 does), else ``None``."""
+    done = set(finished_runs(runs)["run_id"])
+    cells: dict = {}
+    for job in (j for sweep in sweeps for j in sweep.jobs() if j.run_id not in done):
+        key = (job.dataset.name, job.mechanism.label, job.config.epsilon)
+        cells.setdefault(key, []).append(job.config.seed)
+    sources = {setting: finished_runs(runs), "default": finished_runs(default_runs)}
+    out = []
+    for (panel, label, eps), seeds in cells.items():
+        source, near, same = None, None, []
+        for name, frame in sources.items():
+            mine = frame[frame["mechanism"] == label]
+            if len(mine):
+                near = min(mine["epsilon"], key=lambda e: abs(math.log(e / eps)))
+                source, same = name, mine.loc[mine["epsilon"] == near, "cpu_seconds"]
+                break
+        flag = " --setting paper" if setting == "paper" else ""
+        out.append(dict(dataset=panel, mechanism=label, epsilon=eps, seeds=sorted(seeds),
+                        cpu_seconds_per_run=float(same.mean()) if len(same) else None,
+                        priced_at_epsilon=near, priced_from=source,
+                        command=f'python benchmarks/reproduce.py {figure}{flag} --mechanisms '
+                                f'"{label}" --epsilons {eps:g} --seeds '
+                                + " ".join(map(str, sorted(seeds)))))
+    return out
+
+
+def finished_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The finished rows of a run table: ``status`` finished, or, in a table without
+    ``status`` (``vertical.py``'s), every row not marked ``failed``."""
+    if "status" in runs:
+        return runs[runs["status"] == FINISHED]
+    return runs[~runs["failed"].fillna(False).astype(bool)] if "failed" in runs else runs
+
+
+def missing_total(entries: list[dict]) -> dict:
+    """How many runs are missing and what the priced ones would cost in all."""
+    priced = [e for e in entries if e["cpu_seconds_per_run"] is not None]
+    return dict(runs=sum(len(e["seeds"]) for e in entries),
+                unpriced_runs=sum(len(e["seeds"]) for e in entries if e not in priced),
+                cpu_seconds=sum(e["cpu_seconds_per_run"] * len(e["seeds"]) for e in priced))
 
 
 def write_cost(costs: list[dict], out: Path) -> None:
@@ -573,6 +624,10 @@ def main() -> None:
                     help="run only these panels' workloads (labels, e.g. all-3way target; "
                          "figures with workload panels)")
     ap.add_argument("--plot-only", action="store_true", help="plot what the store holds; run nothing")
+    ap.add_argument("--missing", action="store_true",
+                    help="list the setting's runs still to do, with commands, priced at the CPU "
+                         "seconds of the mechanism's finished runs at the nearest epsilon (this "
+                         "setting's, else the default setting's); run nothing")
     ap.add_argument("--in-process", action="store_true",
                     help="run in this process instead of one process per run")
     args = ap.parse_args()
@@ -580,6 +635,15 @@ def main() -> None:
     if setting == "default" and fig in DEFAULT_SETTING_SCRIPTS:
         raise SystemExit(delegate(fig, args))
     store = figure_store(fig, setting)
+    if args.missing:
+        require_shared()
+        entries = missing_runs(fig, setting, build_sweeps(
+            fig, args.mechanisms, args.seeds, args.epsilons, setting, args.workloads),
+            stored_runs(fig, setting), stored_runs(fig))
+        for entry in entries:
+            emit(bench=f"reproduce-{fig}-missing", setting=setting, **entry)
+        emit(bench=f"reproduce-{fig}-missing-total", setting=setting, **missing_total(entries))
+        return
     if not args.plot_only:
         require_shared()
         sweeps = build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting,
