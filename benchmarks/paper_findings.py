@@ -21,7 +21,10 @@ in every group. A claim whose wording gives no measure ("similar",
 "significantly") is listed with its numbers and the verdict "not checkable".
 
 Input rows: ``{"dataset", "mechanism", "epsilon", "mean", "min", "max",
-"seeds"}``, one per cell (as ``reproduce.table`` returns them).
+"seeds", "sd"}``, one per cell (as ``reproduce.table`` returns them; ``sd`` is the
+sample standard deviation over seeds, ``None`` for one seed). Each point also
+reports Welch's t-test of its two means (:func:`welch_p`): it does not change
+the verdict, it says whether the seeds resolve the difference.
 """
 
 from __future__ import annotations
@@ -86,7 +89,24 @@ class Point:
                 "seeds": [lo.get("seeds"), hi.get("seeds")],
                 # the claim holds in every seed pairing: the ranges do not overlap
                 "seed_ranges_separate": lo["max"] < hi["min"],
+                # the claim fails in every seed pairing
+                "seed_ranges_reversed": hi["max"] < lo["min"],
+                "welch_p": welch_p(lo, hi),
                 "holds": self.holds}
+
+
+def welch_p(a: dict, b: dict) -> float | None:
+    """Two-sided p-value of Welch's t-test that two cells' means differ, from their
+    seed means, sample standard deviations (``sd``) and seed counts; ``None`` for a
+    cell without ``sd`` (one seed, or a derived cell: a difference or a ratio) or when
+    both spreads are zero. A large p says the seeds do not resolve the two means, so
+    the point's verdict could turn with more seeds."""
+    if a.get("sd") is None or b.get("sd") is None or (a["sd"] == 0 and b["sd"] == 0):
+        return None
+    from scipy.stats import ttest_ind_from_stats
+
+    return float(ttest_ind_from_stats(a["mean"], a["sd"], a["seeds"], b["mean"], b["sd"],
+                                      b["seeds"], equal_var=False).pvalue)
 
 
 @dataclass
@@ -199,7 +219,9 @@ def render(check: dict) -> str:
             f"[{p['lower_range'][0]:.4f}, {p['lower_range'][1]:.4f}] vs {p['higher']} "
             f"{p['higher_mean']:.4f} [{p['higher_range'][0]:.4f}, {p['higher_range'][1]:.4f}]; "
             f"margin {p['margin']:+.4f} ({p['relative_margin']:+.1%})"
-            + ("" if p["seed_ranges_separate"] else "; seed ranges overlap"))
+            + ("" if p["seed_ranges_separate"] else "; fails in every seed pairing"
+               if p["seed_ranges_reversed"] else "; seed ranges overlap")
+            + ("" if p["welch_p"] is None else f"; Welch p = {p['welch_p']:.2g}"))
     return "\n".join(lines)
 
 

@@ -421,6 +421,7 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
             continue
         row = {"mechanism": mech, "epsilon": float(eps), "seeds": len(vals),
                "mean": statistics.mean(vals), "min": min(vals), "max": max(vals),
+               "sd": statistics.stdev(vals) if len(vals) > 1 else None,
                "cpu_seconds": statistics.mean(float(c) for c in g["cpu_seconds"])}
         shown_in = datasets if mech in spec.get("private_only", ()) else [data]
         rows += [dict(row, dataset=d) for d in shown_in]

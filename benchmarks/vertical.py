@@ -464,6 +464,7 @@ def figure_rows(paths: list[Path], field: str = "error_private") -> list[dict]:
              "mean": statistics.mean(x[field] for x in rs),
              "min": min(x[field] for x in rs),
              "max": max(x[field] for x in rs),
+             "sd": statistics.stdev(x[field] for x in rs) if len(rs) > 1 else None,
              "cpu_seconds": statistics.mean(x["cpu_seconds"] for x in rs)}
             for (d, m, e), rs in sorted(groups.items())]
 

@@ -431,3 +431,26 @@ def test_reduced_adult_is_the_first_eight_columns_with_six_public():
     assert len(reproduce.REDUCED_PUBLIC) == 6 and set(reproduce.REDUCED_PUBLIC) < set(
         reproduce.REDUCED_COLUMNS)
     assert reproduce.figure_setting("vertical-reduced", "paper")["settings"]["delta"] == 1e-6
+
+
+def test_welch_p_says_whether_the_seeds_resolve_a_point():
+    """Welch's t-test of two cells' means (sd over seeds): 1 vs 2 with sd 1 and 3
+    seeds each is t = 1.2247 on 4 degrees of freedom, two-sided p = 0.288 (a t table);
+    no p without a spread (one seed, or a derived cell)."""
+    cell = lambda mean, sd, n=3: {"mean": mean, "min": mean - sd, "max": mean + sd,
+                                  "seeds": n, "sd": sd}
+    assert pf.welch_p(cell(1.0, 1.0), cell(2.0, 1.0)) == pytest.approx(0.288, abs=1e-3)
+    assert pf.welch_p(cell(1.0, 1.0), cell(1.0, 1.0)) == pytest.approx(1.0)
+    assert pf.welch_p(cell(1.0, 0.01), cell(2.0, 0.01)) < 1e-4
+    assert pf.welch_p(cell(1.0, 1.0), {"mean": 2.0, "min": 2.0, "max": 2.0, "seeds": 1,
+                                       "sd": None}) is None
+    assert pf.welch_p(cell(1.0, 0.0), cell(2.0, 0.0)) is None
+    # a failing point whose seed ranges do not meet says it fails in every pairing
+    point = pf.Point("x", "a", "b", cell(2.0, 0.1), cell(1.0, 0.1))
+    rec = point.record()
+    assert rec["holds"] is False and rec["seed_ranges_reversed"] is True
+    assert rec["welch_p"] < 0.01
+    check = pf.Check(pf.Claim("k", "paper", "quote", "a below b"), [point])
+    text = pf.render(check.record())
+    assert "fails in every seed pairing" in text and "seed ranges overlap" not in text
+    assert "Welch p = " in text

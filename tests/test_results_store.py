@@ -77,7 +77,9 @@ def test_the_committed_run_table_gives_the_committed_figure(figure, tmp_path):
     folder = reproduce.folder(figure)
     runs = pd.read_json(reproduce.runs_table(folder), lines=True, dtype=False)
     reproduce.write_markdown(figure, reproduce.table(figure, runs), tmp_path / "figure.md")
+    reproduce.write_cost(reproduce.cost_rows(runs), tmp_path)   # as reproduce.py's main
     assert (tmp_path / "figure.md").read_text() == (folder / "figure.md").read_text()
+    assert (tmp_path / "cost.jsonl").read_text() == (folder / "cost.jsonl").read_text()
 
 
 def test_a_store_exports_to_its_run_table(tmp_path):
