@@ -29,7 +29,9 @@ relation where our mechanism has it (vJAM-PGM and the conditional methods
 support only "replace one record's private values"; :data:`PAPER`; results in
 ``<folder>/paper_setting/``). ``vertical-adult`` in the default setting runs
 ``benchmarks/vertical.py`` (its own runs file, table and plot). Each run is its own process
-(``isolate``), so a long sweep stays bounded in memory. Each figure has its
+(``isolate``), so a long sweep stays bounded in memory; GEM-Pub's runs share their public
+pre-training through ``store/pretrain_cache/`` (``SYNTH_PRETRAIN_CACHE``, unless set:
+:mod:`synth_core.mechanisms.pretrain_cache`; the outputs are byte-identical). Each figure has its
 folder ``benchmarks/results/<figure>/`` (``jam_adult``, ``jam_titanic``): the
 per-run Parquet files in ``store/`` (kept out of git; stopping and restarting
 resumes, and a fresh clone resumes from the committed table: :func:`seed_store`, which
@@ -57,6 +59,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 from dataclasses import replace
@@ -68,6 +71,7 @@ from common import DATA, ROOT, emit, require_shared
 
 from synth_core.experiments import (FINISHED, RUN_COLUMNS, DatasetSpec, MechanismSpec,
                                     ResultStore, Sweep, run_sweep)
+from synth_core.mechanisms.pretrain_cache import PRETRAIN_CACHE_ENV
 
 OUT = ROOT / "benchmarks" / "results"
 
@@ -636,6 +640,8 @@ def main() -> None:
     if setting == "default" and fig in DEFAULT_SETTING_SCRIPTS:
         raise SystemExit(delegate(fig, args))
     store = figure_store(fig, setting)
+    # GEM-Pub's public pre-training, shared by the figure's runs of both settings
+    os.environ.setdefault(PRETRAIN_CACHE_ENV, str(folder(fig) / "store" / "pretrain_cache"))
     if args.missing:
         require_shared()
         entries = missing_runs(fig, setting, build_sweeps(

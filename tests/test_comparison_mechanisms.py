@@ -236,6 +236,36 @@ def test_gem_pub_pretraining_fits_public_data_and_budget_is_exact(small_private,
     assert again.result.synthetic.equals(synth.result.synthetic)
 
 
+def test_gem_pub_pretraining_cache_changes_nothing_but_the_work(small_private, small_public,
+                                                                small_schema, tmp_path,
+                                                                monkeypatch):
+    """With SYNTH_PRETRAIN_CACHE set, a run stores its pre-trained generator and a run
+    with the same public data, seed and settings loads it: at another epsilon (the
+    pre-training reads no private data and no budget) and at the same one, whose
+    output is then byte-identical to a run without the cache. Another seed misses."""
+    from synth_core.mechanisms.pretrain_cache import PRETRAIN_CACHE_ENV
+
+    kw = dict(rounds=3, pretrain_max_steps=15, **TINY_GEM)
+    plain, plain_events = run("gem-pub", small_private, small_public, small_schema,
+                              epsilon=1.0, seed=0, **kw)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(PRETRAIN_CACHE_ENV, str(cache))
+    first, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=3.0, seed=0,
+                   **kw)
+    assert not first.engine.mechanism.pretrain_cache_hit and len(list(cache.iterdir())) == 1
+    again, again_events = run("gem-pub", small_private, small_public, small_schema,
+                              epsilon=1.0, seed=0, **kw)
+    assert again.engine.mechanism.pretrain_cache_hit
+    assert again.engine.mechanism.pretrain_report == plain.engine.mechanism.pretrain_report
+    assert [e.note for e in again_events] == [e.note for e in plain_events]
+    assert again.result.synthetic.equals(plain.result.synthetic)
+    assert np.array_equal(again.engine.mechanism.answers(), plain.engine.mechanism.answers())
+    other, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, seed=1,
+                   **kw)
+    assert not other.engine.mechanism.pretrain_cache_hit
+    assert sorted(p.suffix for p in cache.iterdir()) == [".pt", ".pt"]   # no temporary file
+
+
 def _saturated_trainer(patience, inner_steps=30, lr=1e-4):
     """A tiny generator whose column ``b`` gives value 7 probability ~1e-26 in every row."""
     import torch

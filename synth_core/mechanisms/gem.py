@@ -83,6 +83,7 @@ from .base import (BOUNDED, PUBLIC_COLUMNS_OPTION, QUERY_ANSWERS, REQUIRED, Capa
 from .query_release import (CountingQueries, QueryReleaseLoop, QueryReleaseMechanism,
                             measure_counting_query)
 from ..runtime import require_packages
+from .pretrain_cache import PretrainCache
 from .vertical import check_public_split, parse_public_columns
 
 #: GEM's share of each round's eps0 for selection (the seed papers' setting).
@@ -463,6 +464,8 @@ class GEM(QueryReleaseMechanism):
         self.pretrain_lr = float(pretrain_lr)
         self.generator: _Generator | None = None
         self.pretrain_report: dict | None = None
+        #: whether the last run's pre-training came from the cache (:mod:`.pretrain_cache`)
+        self.pretrain_cache_hit = False
         self._probs: np.ndarray | None = None
 
     def rounds_planned(self, state: RunState) -> int | None:
@@ -527,6 +530,27 @@ class GEM(QueryReleaseMechanism):
         self.pretrain_report = {"steps": steps, "marginals": len(cliques), "before": before,
                                 "after": after}
 
+    def _pretrain_or_load(self, gen: _Generator, cliques, target: np.ndarray,
+                          seed: int) -> None:
+        """:meth:`_pretrain`, or its result from the pre-training cache when the
+        environment names one and it holds this pre-training (:mod:`.pretrain_cache`:
+        the same public marginals, seed and settings give the same generator)."""
+        cache = PretrainCache.from_environment()
+        key = None if cache is None else PretrainCache.key(
+            target, cliques=[list(c) for c in cliques], columns=gen.columns,
+            sizes=gen.col_sizes, seed=seed, noise_dim=self.noise_dim, hidden=list(self.hidden),
+            batch=self.batch, lr=self.pretrain_lr, patience=self.pretrain_patience,
+            max_steps=self.pretrain_max_steps, threads=self.threads, block=GEM_JOINT_BLOCK)
+        entry = None if cache is None else cache.load(key)
+        self.pretrain_cache_hit = entry is not None
+        if entry is not None:
+            state, self.pretrain_report = entry
+            gen.net.load_state_dict(state)
+            return
+        self._pretrain(gen, cliques, target)
+        if cache is not None:
+            cache.save(key, gen.state(), self.pretrain_report)
+
     # -- the run -----------------------------------------------------------------
 
     def _check(self, state: RunState) -> None:
@@ -554,12 +578,13 @@ class GEM(QueryReleaseMechanism):
         torch.set_num_threads(self.threads)
         try:
             started = time.perf_counter()
-            gen = _Generator(data.sizes, queries, self.noise_dim, self.hidden, self.batch,
-                             int(rng.integers(2 ** 62)))
+            seed = int(rng.integers(2 ** 62))
+            gen = _Generator(data.sizes, queries, self.noise_dim, self.hidden, self.batch, seed)
             self.generator = gen
             if self.pretrain:
                 cliques = self._pretrain_cliques(state)
-                self._pretrain(gen, cliques, self._pretrain_target(state, cliques))
+                self._pretrain_or_load(gen, cliques, self._pretrain_target(state, cliques),
+                                       seed)
                 rep = self.pretrain_report
                 yield loop.event(round=0, cliques=[], source=PUBLIC, started=started,
                                  model_size_mb=gen.size_mb,

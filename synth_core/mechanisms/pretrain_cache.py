@@ -1,0 +1,92 @@
+"""A disk cache of GEM-Pub's public pre-training, shared by runs that differ only
+in what comes after it (epsilon, T, the private rows).
+
+Pre-training (:meth:`synth_core.mechanisms.gem.GEM._pretrain`) reads only public
+data: the public marginals, the generator's seed and the network's settings. It
+spends no privacy budget, and its result, the network's ``state_dict`` (weights and
+batch-norm buffers) and the pre-training report, is all the run keeps of it. A
+sweep over epsilons and rounds repeats it unchanged in every run: on Adult it is
+about half of a GEM-Pub run at T = 50.
+
+The cache is off unless the environment names a folder (``SYNTH_PRETRAIN_CACHE``;
+``benchmarks/reproduce.py`` sets one per figure). An entry's name hashes every
+input of the pre-training: the public marginals' bytes, the cliques, the generator
+seed, the network and pre-training settings, the thread count, the PyTorch version
+and the CPU's vector capability (floating-point sums may differ between those). A
+run that finds its entry loads it and continues exactly as if it had trained: its
+output is byte-identical (tests/test_comparison_mechanisms.py). Entries are written
+to a temporary file and renamed, so a stopped run never leaves half an entry.
+
+An entry is computed from public data alone (the public rows, or for vGEM-Pub the
+columns the user marked public): it holds nothing private, though whoever reads it
+learns about the public data. In release mode the generator seed is fresh, so an
+entry is written and never found again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+#: the environment variable naming the cache's folder (unset: no cache)
+PRETRAIN_CACHE_ENV = "SYNTH_PRETRAIN_CACHE"
+#: bump when what an entry holds, or how pre-training computes it, changes
+CACHE_FORMAT = 1
+
+
+class PretrainCache:
+    """Entries ``<folder>/<key>.pt``: ``{"state": state_dict, "report": dict}``."""
+
+    def __init__(self, folder: Path | str):
+        self.folder = Path(folder)
+
+    @classmethod
+    def from_environment(cls) -> "PretrainCache | None":
+        folder = os.environ.get(PRETRAIN_CACHE_ENV)
+        return cls(folder) if folder else None
+
+    @staticmethod
+    def key(target: np.ndarray, **inputs) -> str:
+        """The entry's name: a hash of the public marginals ``target`` and of every
+        other input of the pre-training (JSON-able ``inputs``), with the PyTorch
+        version and CPU capability of this process."""
+        import torch
+
+        ident = dict(inputs, format=CACHE_FORMAT, torch=torch.__version__,
+                     cpu=torch.backends.cpu.get_cpu_capability(),
+                     target=hashlib.sha256(np.ascontiguousarray(target).tobytes()).hexdigest(),
+                     target_dtype=str(target.dtype), target_shape=list(target.shape))
+        text = json.dumps(ident, sort_keys=True, default=list)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def path(self, key: str) -> Path:
+        return self.folder / f"{key}.pt"
+
+    def load(self, key: str) -> tuple[dict, dict] | None:
+        """The entry's (state_dict, report), or ``None`` when there is none."""
+        import torch
+
+        path = self.path(key)
+        if not path.exists():
+            return None
+        entry = torch.load(path, weights_only=True)
+        return entry["state"], entry["report"]
+
+    def save(self, key: str, state: dict, report: dict) -> None:
+        """Write the entry atomically (a temporary file in the folder, then a rename)."""
+        import torch
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                torch.save({"state": state, "report": report}, fh)
+            os.replace(tmp, self.path(key))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
