@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import statistics
 import sys
 from pathlib import Path
 
@@ -68,3 +69,10 @@ def rss_mb() -> float:
 
 def emit(**record) -> None:
     print(json.dumps(record), flush=True)
+
+
+def seed_sd(values) -> float | None:
+    """The sample standard deviation of a cell's values over seeds (``None`` for one
+    seed): the spread that benchmarks/paper_findings.py's Welch test reads."""
+    values = list(values)
+    return statistics.stdev(values) if len(values) > 1 else None

@@ -82,15 +82,18 @@ class Point:
             return {"where": self.where, "lower": self.lower, "higher": self.higher,
                     "missing": True}
         lo, hi = self.lower_cell, self.higher_cell
+        # a cell without seeds (the constant 1 of a mean ratio over epsilons) has no
+        # seed range: its [min, max] is over something else
+        by_seed = lo.get("seeds") is not None and hi.get("seeds") is not None
         return {"where": self.where, "lower": self.lower, "higher": self.higher,
                 "lower_mean": lo["mean"], "higher_mean": hi["mean"],
                 "margin": self.margin, "relative_margin": self.margin / hi["mean"],
                 "lower_range": [lo["min"], lo["max"]], "higher_range": [hi["min"], hi["max"]],
                 "seeds": [lo.get("seeds"), hi.get("seeds")],
                 # the claim holds in every seed pairing: the ranges do not overlap
-                "seed_ranges_separate": lo["max"] < hi["min"],
+                "seed_ranges_separate": lo["max"] < hi["min"] if by_seed else None,
                 # the claim fails in every seed pairing
-                "seed_ranges_reversed": hi["max"] < lo["min"],
+                "seed_ranges_reversed": hi["max"] < lo["min"] if by_seed else None,
                 "welch_p": welch_p(lo, hi),
                 "holds": self.holds}
 
@@ -219,8 +222,9 @@ def render(check: dict) -> str:
             f"[{p['lower_range'][0]:.4f}, {p['lower_range'][1]:.4f}] vs {p['higher']} "
             f"{p['higher_mean']:.4f} [{p['higher_range'][0]:.4f}, {p['higher_range'][1]:.4f}]; "
             f"margin {p['margin']:+.4f} ({p['relative_margin']:+.1%})"
-            + ("" if p["seed_ranges_separate"] else "; fails in every seed pairing"
-               if p["seed_ranges_reversed"] else "; seed ranges overlap")
+            + ("" if p["seed_ranges_separate"] in (True, None) else
+               "; fails in every seed pairing" if p["seed_ranges_reversed"] else
+               "; seed ranges overlap")
             + ("" if p["welch_p"] is None else f"; Welch p = {p['welch_p']:.2g}"))
     return "\n".join(lines)
 

@@ -67,7 +67,7 @@ from pathlib import Path
 
 import pandas as pd
 import paper_findings
-from common import DATA, ROOT, emit, require_shared
+from common import DATA, ROOT, emit, require_shared, seed_sd
 
 from synth_core.experiments import (FINISHED, RUN_COLUMNS, DatasetSpec, MechanismSpec,
                                     ResultStore, Sweep, run_sweep)
@@ -100,11 +100,13 @@ def delegate(figure: str, args: argparse.Namespace) -> int:
     script = [sys.executable, str(Path(__file__).with_name(DEFAULT_SETTING_SCRIPTS[figure]))]
     if args.workloads:
         raise SystemExit(f"{figure} has no workload panels: drop --workloads")
+    grid = []
+    for flag, values in (("--mechanisms", args.mechanisms), ("--epsilons", args.epsilons),
+                         ("--seeds", args.seeds)):
+        grid += [flag, *map(str, values)] if values else []
+    if args.missing:
+        return subprocess.call(script + grid + ["--missing"])
     if not args.plot_only:
-        grid = []
-        for flag, values in (("--mechanisms", args.mechanisms), ("--epsilons", args.epsilons),
-                             ("--seeds", args.seeds)):
-            grid += [flag, *map(str, values)] if values else []
         code = subprocess.call(script + grid)
         if code:
             return code
@@ -120,8 +122,7 @@ def export_runs(store: ResultStore, path: Path) -> None:
     """Write every stored run, one JSON line each sorted by run id: the committed
     table that stands for the Parquet store."""
     runs = store.runs().sort_values("run_id")
-    rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
-            for r in runs.to_dict("records")]
+    rows = [json_row(r) for r in runs.to_dict("records")]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
@@ -134,28 +135,37 @@ def stored_runs(figure: str, setting: str = "default") -> pd.DataFrame:
 
 def seed_store(figure: str, setting: str, store: ResultStore, sweeps: list[Sweep]) -> int:
     """Fill ``store`` with the runs already made, so a sweep runs only what is missing:
-    the committed table's rows the store lacks (a fresh clone has the table, not the
-    store), and, in the paper setting, the default setting's finished runs of a job of
-    ``sweeps`` (the setting's whole grid, whatever subset is run now). A
-    run id hashes the data and the whole run configuration (:class:`Job`), so a default
-    run with the id of a paper job is that job's run: the JAM-PGM paper's setting is
-    our default one, at more epsilons and seeds. Returns how many rows were written."""
-    have = set(store.runs()["run_id"])
-    wanted = {job.run_id for sweep in sweeps for job in sweep.jobs()}
-    sources = [(stored_runs_table(figure, setting), None)]
-    if setting != "default":
-        sources.append((stored_runs(figure, "default"), wanted))
+    the committed table's rows the store has not finished (a fresh clone has the table,
+    not the store), and, in the paper setting, the default setting's finished runs of a
+    job of ``sweeps`` (the setting's whole grid, whatever subset is run now), with their
+    per-marginal errors where the default store has them. A run id hashes the data and
+    the whole run configuration (:class:`Job`), so a default run with the id of a paper
+    job is that job's run: the JAM-PGM paper's setting is our default one, at more
+    epsilons and seeds. A table without run ids (``vertical.py``'s) gives nothing.
+    Returns how many rows were written."""
+    stored, finished = set(store.runs()["run_id"]), store.finished_ids()
     written = 0
-    for runs, only in sources:
-        for row in runs.to_dict("records"):
-            if row["run_id"] in have or (only is not None and (
-                    row["run_id"] not in only or row["status"] != FINISHED)):
-                continue
-            store.write({k: (None if isinstance(v, float) and v != v else v)
-                         for k, v in row.items()})
-            have.add(row["run_id"])
+    for row in stored_runs_table(figure, setting).to_dict("records"):
+        if row["run_id"] not in stored:
+            store.write(json_row(row))
+            written += 1
+    if setting == "default":
+        return written
+    default, origin = finished_runs(stored_runs(figure, "default")), figure_store(figure)
+    if "run_id" not in default:
+        return written
+    wanted = {job.run_id for sweep in sweeps for job in sweep.jobs()}
+    for row in default.to_dict("records"):
+        if row["run_id"] in wanted and row["run_id"] not in finished:
+            store.write(json_row(row), origin.marginals_of(row["run_id"]))
+            finished.add(row["run_id"])
             written += 1
     return written
+
+
+def json_row(row: dict) -> dict:
+    """A run row with its missing values (NaN) as ``None``."""
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
 
 
 def stored_runs_table(figure: str, setting: str = "default") -> pd.DataFrame:
@@ -425,7 +435,7 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
             continue
         row = {"mechanism": mech, "epsilon": float(eps), "seeds": len(vals),
                "mean": statistics.mean(vals), "min": min(vals), "max": max(vals),
-               "sd": statistics.stdev(vals) if len(vals) > 1 else None,
+               "sd": seed_sd(vals),
                "cpu_seconds": statistics.mean(float(c) for c in g["cpu_seconds"])}
         shown_in = datasets if mech in spec.get("private_only", ()) else [data]
         rows += [dict(row, dataset=d) for d in shown_in]
@@ -467,33 +477,40 @@ def missing_runs(figure: str, setting: str, sweeps: list[Sweep], runs: pd.DataFr
                  default_runs: pd.DataFrame) -> list[dict]:
     """The jobs of ``sweeps`` without a finished run in ``runs`` (the setting's): one
     entry per (panel, mechanism label, epsilon) with the seeds left and the command that
-    runs them, priced at the mean CPU seconds of the label's finished runs at the epsilon
-    nearest on a log scale (``cpu_seconds_per_run``, ``priced_at_epsilon``): the
-    setting's own runs, else the default setting's (``priced_from``; a rough price when
-    the settings differ, as the vertical paper's T = 100 does), else ``None``."""
+    runs them, priced by :func:`price` from the finished runs of the setting and of the
+    default setting (``cpu_seconds_per_run``, ``priced_at_epsilon``, ``priced_from``)."""
     done = set(finished_runs(runs)["run_id"])
     cells: dict = {}
     for job in (j for sweep in sweeps for j in sweep.jobs() if j.run_id not in done):
         key = (job.dataset.name, job.mechanism.label, job.config.epsilon)
         cells.setdefault(key, []).append(job.config.seed)
     sources = {setting: finished_runs(runs), "default": finished_runs(default_runs)}
-    out = []
-    for (panel, label, eps), seeds in cells.items():
-        source, near, same = None, None, []
-        for name, frame in sources.items():
-            mine = frame[frame["mechanism"] == label]
-            if len(mine):
-                near = min(mine["epsilon"], key=lambda e: abs(math.log(e / eps)))
-                source, same = name, mine.loc[mine["epsilon"] == near, "cpu_seconds"]
-                break
-        flag = " --setting paper" if setting == "paper" else ""
-        out.append(dict(dataset=panel, mechanism=label, epsilon=eps, seeds=sorted(seeds),
-                        cpu_seconds_per_run=float(same.mean()) if len(same) else None,
-                        priced_at_epsilon=near, priced_from=source,
-                        command=f'python benchmarks/reproduce.py {figure}{flag} --mechanisms '
-                                f'"{label}" --epsilons {eps:g} --seeds '
-                                + " ".join(map(str, sorted(seeds)))))
-    return out
+    flag = " --setting paper" if setting == "paper" else ""
+    return [dict(dataset=panel, mechanism=label, epsilon=eps, seeds=sorted(seeds),
+                 **price(sources, panel, label, eps),
+                 command=f'python benchmarks/reproduce.py {figure}{flag} --mechanisms '
+                         f'"{label}" --epsilons {eps:g} --seeds ' + " ".join(map(str, sorted(seeds))))
+            for (panel, label, eps), seeds in cells.items()]
+
+
+def price(sources: dict, panel: str, label: str, eps: float) -> dict:
+    """The mean CPU seconds of ``label``'s finished runs at the epsilon nearest ``eps`` on
+    a log scale, over every source (setting name -> finished runs), the first source
+    winning a tie; runs of the same panel only, where the source has any. A rough price
+    where the settings differ (the vertical paper's T = 100) and where the runs are of
+    older code. ``None`` when no source has run the label."""
+    best = None
+    for name, frame in sources.items():
+        mine = frame[frame["mechanism"] == label]
+        if "dataset" in mine and (mine["dataset"] == panel).any():
+            mine = mine[mine["dataset"] == panel]
+        for e, cpu in mine.groupby("epsilon")["cpu_seconds"]:
+            distance = abs(math.log(e / eps))
+            if best is None or distance < best[0]:
+                best = (distance, name, float(e), float(cpu.mean()))
+    if best is None:
+        return dict(cpu_seconds_per_run=None, priced_at_epsilon=None, priced_from=None)
+    return dict(cpu_seconds_per_run=best[3], priced_at_epsilon=best[2], priced_from=best[1])
 
 
 def finished_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -631,8 +648,8 @@ def main() -> None:
     ap.add_argument("--plot-only", action="store_true", help="plot what the store holds; run nothing")
     ap.add_argument("--missing", action="store_true",
                     help="list the setting's runs still to do, with commands, priced at the CPU "
-                         "seconds of the mechanism's finished runs at the nearest epsilon (this "
-                         "setting's, else the default setting's); run nothing")
+                         "seconds of the mechanism's finished runs (this setting's or the "
+                         "default setting's) at the nearest epsilon; run nothing")
     ap.add_argument("--in-process", action="store_true",
                     help="run in this process instead of one process per run")
     args = ap.parse_args()
@@ -640,8 +657,6 @@ def main() -> None:
     if setting == "default" and fig in DEFAULT_SETTING_SCRIPTS:
         raise SystemExit(delegate(fig, args))
     store = figure_store(fig, setting)
-    # GEM-Pub's public pre-training, shared by the figure's runs of both settings
-    os.environ.setdefault(PRETRAIN_CACHE_ENV, str(folder(fig) / "store" / "pretrain_cache"))
     if args.missing:
         require_shared()
         entries = missing_runs(fig, setting, build_sweeps(
@@ -655,6 +670,8 @@ def main() -> None:
         require_shared()
         sweeps = build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting,
                               args.workloads)
+        # GEM-Pub's public pre-training, shared by the figure's runs of both settings
+        os.environ.setdefault(PRETRAIN_CACHE_ENV, str(folder(fig) / "store" / "pretrain_cache"))
         adopted = seed_store(fig, setting, store, build_sweeps(fig, setting=setting))
         if adopted:
             print(f"{adopted} runs already made (committed table, or the same run in the "

@@ -84,7 +84,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import DATA, ROOT, cpu_seconds, emit, peak_rss_mb, require_shared
+from common import DATA, ROOT, cpu_seconds, emit, peak_rss_mb, require_shared, seed_sd
 
 PUBLIC_ORDER = ["sex", "race", "age", "native-country", "marital-status", "relationship",
                 "education", "education-num", "workclass", "occupation", "hours-per-week",
@@ -464,7 +464,7 @@ def figure_rows(paths: list[Path], field: str = "error_private") -> list[dict]:
              "mean": statistics.mean(x[field] for x in rs),
              "min": min(x[field] for x in rs),
              "max": max(x[field] for x in rs),
-             "sd": statistics.stdev(x[field] for x in rs) if len(rs) > 1 else None,
+             "sd": seed_sd(x[field] for x in rs),
              "cpu_seconds": statistics.mean(x["cpu_seconds"] for x in rs)}
             for (d, m, e), rs in sorted(groups.items())]
 

@@ -385,6 +385,11 @@ class ResultStore:
         frames = [_read(p) for p in self._files(self.marginals_dir) if p.stem in done]
         return _concat(frames, MARGINAL_COLUMNS)
 
+    def marginals_of(self, run_id: str) -> list[dict]:
+        """One stored run's per-marginal errors (empty when none are stored)."""
+        path = self.marginals_dir / f"{run_id}.parquet"
+        return _read(path).to_dict("records") if path.exists() else []
+
     def write(self, row: dict, marginals: list[dict] = ()) -> None:
         """Store one run: its per-marginal errors, then (last) its row."""
         run_id = row["run_id"]

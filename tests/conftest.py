@@ -144,3 +144,13 @@ def fresh_app_registry():
     sessions = sys.modules.get("app_pages.sessions")
     if sessions is not None:
         sessions.registry.clear()
+
+
+@pytest.fixture(autouse=True)
+def no_pretrain_cache(monkeypatch):
+    """GEM-Pub trains its generator in every test unless the test turns the cache on
+    (``benchmarks/reproduce.py``'s main sets SYNTH_PRETRAIN_CACHE for its runs, and a
+    developer's shell may have it)."""
+    from synth_core.mechanisms.pretrain_cache import PRETRAIN_CACHE_ENV
+
+    monkeypatch.delenv(PRETRAIN_CACHE_ENV, raising=False)

@@ -263,7 +263,21 @@ def test_gem_pub_pretraining_cache_changes_nothing_but_the_work(small_private, s
     other, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, seed=1,
                    **kw)
     assert not other.engine.mechanism.pretrain_cache_hit
-    assert sorted(p.suffix for p in cache.iterdir()) == [".pt", ".pt"]   # no temporary file
+    slower, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, seed=0,
+                    pretrain_lr=5e-4, **kw)
+    assert not slower.engine.mechanism.pretrain_cache_hit      # another setting: another entry
+    assert sorted(p.suffix for p in cache.iterdir()) == [".pt"] * 3   # no temporary file
+    # a damaged entry is a miss: the run trains, gives the same output, and rewrites it
+    for entry in cache.iterdir():
+        entry.write_bytes(b"not a torch file")
+    mended, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, seed=0,
+                    **kw)
+    assert not mended.engine.mechanism.pretrain_cache_hit
+    assert mended.result.synthetic.equals(plain.result.synthetic)
+    # release runs (fresh seeds) neither read nor write the cache
+    before = sorted(p.read_bytes() for p in cache.iterdir())
+    run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, **kw)
+    assert sorted(p.read_bytes() for p in cache.iterdir()) == before
 
 
 def _saturated_trainer(patience, inner_steps=30, lr=1e-4):

@@ -157,12 +157,24 @@ def test_a_sweep_starts_from_the_runs_already_made(tmp_path, monkeypatch):
     assert runs.loc[both.run_id, "workload_error"] == 0.2
     assert store.finished_ids() == {"committed", both.run_id}   # the failed run is run again
     assert reproduce.seed_store("jam-adult", "paper", store, paper) == 0
+    # a finished default run replaces a failed one of the same job (and only once)
+    write_table("default", [dict(run_id=paper_only.run_id, status="finished",
+                                 workload_error=0.5)])
+    assert reproduce.seed_store("jam-adult", "paper", store, paper) == 1
+    assert store.finished_ids() == {"committed", both.run_id, paper_only.run_id}
+    assert reproduce.seed_store("jam-adult", "paper", store, paper) == 0
+    # a default table without run ids (vertical.py's) gives nothing and breaks nothing
+    vertical = reproduce.runs_table(reproduce.folder("vertical-adult"))
+    vertical.parent.mkdir(parents=True)
+    vertical.write_text(json.dumps(dict(mechanism="aim", epsilon=1.0, cpu_seconds=1.0)) + "\n")
+    assert reproduce.seed_store("vertical-adult", "paper", ResultStore(tmp_path / "v"),
+                                paper) == 0
 
 
 def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
     """--missing: the jobs without a finished run, per (panel, label, epsilon), priced
-    at the label's finished runs at the nearest epsilon (log scale), the setting's own
-    before the default setting's; a label with no finished run is left unpriced."""
+    at the label's finished runs at the nearest epsilon (log scale) over the setting's
+    and the default setting's runs (the setting's on a tie); unpriced when never run."""
     import pandas as pd
 
     import reproduce
@@ -176,22 +188,25 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
                   (0.1, 1.0, 10.0), (0, 1), name="jam-titanic")
     jobs = {(j.mechanism.label, j.config.epsilon, j.config.seed): j for j in sweep.jobs()}
     runs = pd.DataFrame([dict(run_id=jobs["aim", 1.0, 0].run_id, status="finished",
-                              mechanism="aim", epsilon=1.0, cpu_seconds=10.0),
+                              dataset="t", mechanism="aim", epsilon=1.0, cpu_seconds=10.0),
                          dict(run_id=jobs["aim", 10.0, 1].run_id, status="failed",
-                              mechanism="aim", epsilon=10.0, cpu_seconds=99.0)])
+                              dataset="t", mechanism="aim", epsilon=10.0, cpu_seconds=99.0)])
+    # the default setting's table as vertical.py writes it: no run_id, no status
     default = pd.DataFrame([dict(mechanism="gem", epsilon=0.3, cpu_seconds=30.0),
                             dict(mechanism="gem", epsilon=10.0, cpu_seconds=50.0),
                             dict(mechanism="gem", epsilon=10.0, cpu_seconds=1e6, failed=True),
-                            dict(mechanism="aim", epsilon=10.0, cpu_seconds=1e6)])
+                            dict(mechanism="aim", epsilon=10.0, cpu_seconds=40.0),
+                            dict(mechanism="aim", epsilon=1.0, cpu_seconds=1e6)])
     entries = {(e["mechanism"], e["epsilon"]): e
                for e in reproduce.missing_runs("jam-titanic", "paper", [sweep], runs, default)}
     assert entries["aim", 1.0]["seeds"] == [1] and entries["aim", 10.0]["seeds"] == [0, 1]
-    # the setting's own runs price first (failed ones never), at the nearest epsilon
-    assert [entries["aim", e]["cpu_seconds_per_run"] for e in (0.1, 10.0)] == [10.0, 10.0]
+    # the nearest epsilon wins whichever setting ran it; the setting's own on a tie;
+    # a failed run never prices
+    assert [entries["aim", e]["cpu_seconds_per_run"] for e in (0.1, 1.0, 10.0)] == \
+        [10.0, 10.0, 40.0]
+    assert [entries["aim", e]["priced_from"] for e in (0.1, 1.0, 10.0)] == \
+        ["paper", "paper", "default"]
     assert entries["aim", 0.1]["priced_at_epsilon"] == 1.0
-    assert entries["aim", 0.1]["priced_from"] == "paper"
-    # a label the setting has not run yet: the default setting's runs (without a status
-    # column: vertical.py's table) price it, a failed one never; nearest on a log scale
     assert entries["gem", 1.0]["priced_from"] == "default"
     assert entries["gem", 1.0]["cpu_seconds_per_run"] == 30.0
     assert entries["gem", 1.0]["priced_at_epsilon"] == 0.3
@@ -201,4 +216,4 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
         entries["aim", 10.0]["command"]
     total = reproduce.missing_total(list(entries.values()))
     assert total == dict(runs=17, unpriced_runs=6,
-                         cpu_seconds=10.0 * 5 + (30.0 * 2) * 2 + 50.0 * 2)
+                         cpu_seconds=10.0 * 3 + 40.0 * 2 + (30.0 * 2) * 2 + 50.0 * 2)

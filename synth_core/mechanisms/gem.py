@@ -531,11 +531,13 @@ class GEM(QueryReleaseMechanism):
                                 "after": after}
 
     def _pretrain_or_load(self, gen: _Generator, cliques, target: np.ndarray,
-                          seed: int) -> None:
+                          seed: int, research: bool) -> None:
         """:meth:`_pretrain`, or its result from the pre-training cache when the
         environment names one and it holds this pre-training (:mod:`.pretrain_cache`:
-        the same public marginals, seed and settings give the same generator)."""
-        cache = PretrainCache.from_environment()
+        the same public marginals, seed and settings give the same generator). Only
+        seeded research runs use the cache: a release run's seed is fresh, so its
+        entry would never be found again."""
+        cache = PretrainCache.from_environment() if research else None
         key = None if cache is None else PretrainCache.key(
             target, cliques=[list(c) for c in cliques], columns=gen.columns,
             sizes=gen.col_sizes, seed=seed, noise_dim=self.noise_dim, hidden=list(self.hidden),
@@ -584,7 +586,7 @@ class GEM(QueryReleaseMechanism):
             if self.pretrain:
                 cliques = self._pretrain_cliques(state)
                 self._pretrain_or_load(gen, cliques, self._pretrain_target(state, cliques),
-                                       seed)
+                                       seed, research=loop.noise.mode == "research")
                 rep = self.pretrain_report
                 yield loop.event(round=0, cliques=[], source=PUBLIC, started=started,
                                  model_size_mb=gen.size_mb,

@@ -19,8 +19,9 @@ to a temporary file and renamed, so a stopped run never leaves half an entry.
 
 An entry is computed from public data alone (the public rows, or for vGEM-Pub the
 columns the user marked public): it holds nothing private, though whoever reads it
-learns about the public data. In release mode the generator seed is fresh, so an
-entry is written and never found again.
+learns about the public data. Only seeded research runs use the cache (a release
+run's generator seed is fresh, so its entry would never be found again). A file that
+does not load is a miss: the run trains and overwrites it.
 """
 
 from __future__ import annotations
@@ -74,8 +75,11 @@ class PretrainCache:
         path = self.path(key)
         if not path.exists():
             return None
-        entry = torch.load(path, weights_only=True)
-        return entry["state"], entry["report"]
+        try:
+            entry = torch.load(path, weights_only=True)
+            return entry["state"], entry["report"]
+        except Exception:   # a damaged or foreign file: train again (and overwrite it)
+            return None
 
     def save(self, key: str, state: dict, report: dict) -> None:
         """Write the entry atomically (a temporary file in the folder, then a rename)."""
