@@ -365,11 +365,11 @@ AIM_TITANIC_DOCUMENTED = {
     "all-3way:aim-competitive": pf.UNCHECKABLE, "all-3way:aim-improves-on-average": pf.HOLDS,
     "all-3way:privmrf-best-before-aim": pf.UNCHECKABLE, "all-3way:mwem-best-earlier-65": pf.HOLDS,
     "all-3way:aim-best-85": pf.FAILS, "all-3way:aim-best-eps-ge-1": pf.HOLDS,
-    "target:aim-competitive": pf.UNCHECKABLE, "target:aim-improves-on-average": pf.MISSING,
-    "target:privmrf-best-before-aim": pf.UNCHECKABLE, "target:mwem-best-earlier-65": pf.MISSING,
-    "target:aim-best-85": pf.MISSING, "target:aim-best-eps-ge-1": pf.MISSING,
+    "target:aim-competitive": pf.UNCHECKABLE, "target:aim-improves-on-average": pf.HOLDS,
+    "target:privmrf-best-before-aim": pf.UNCHECKABLE, "target:mwem-best-earlier-65": pf.HOLDS,
+    "target:aim-best-85": pf.HOLDS, "target:aim-best-eps-ge-1": pf.HOLDS,
     "target:privmrf-beats-earlier-aware": pf.UNCHECKABLE,
-    "target:earlier-aware-often-lose": pf.MISSING}
+    "target:earlier-aware-often-lose": pf.HOLDS}
 
 
 @needs_shared
