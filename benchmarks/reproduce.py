@@ -343,8 +343,10 @@ PAPER = {
     # sec. 5.1: T = 5 and T = 150; sec. 5.2: T = 1 and T = 5; plain "gem-pub" (our
     # default T = 50) beside them, outside the paper's claims (benchmarks/paper_findings.py
     # checks the T = N labels)
-    "jam-adult": dict(JAM_PAPER, gem_pub_rounds=(5, 150), gem_pub_default=True),
-    "jam-titanic": dict(JAM_PAPER, gem_pub_rounds=(1, 5), gem_pub_default=True),
+    "jam-adult": dict(JAM_PAPER, gem_pub_rounds=paper_findings.JAM_GEM_PUB_ROUNDS["adult"],
+                      gem_pub_default=True),
+    "jam-titanic": dict(JAM_PAPER, gem_pub_rounds=paper_findings.JAM_GEM_PUB_ROUNDS["titanic"],
+                        gem_pub_default=True),
     # vertical paper, App. B.2: delta 1e-6, T = 100 for every method; App. A: add/remove
     # neighbours (AIM runs so; vJAM-PGM and conditional generation support only
     # "replace one record's private values"); sec. 4: 3 repetitions; error on all

@@ -454,3 +454,24 @@ def test_welch_p_says_whether_the_seeds_resolve_a_point():
     text = pf.render(check.record())
     assert "fails in every seed pairing" in text and "seed ranges overlap" not in text
     assert "Welch p = " in text
+
+
+def test_the_paper_settings_gem_pub_lines_are_both_required():
+    """In the paper setting the JAM Adult baselines are GEM-Pub at T = 5 and T = 150:
+    rows with only the T = 5 line leave every baseline claim 'not yet checkable' (a
+    line not run yet must not drop out of the check); with both lines they are checked;
+    the default setting's table checks its one 'gem-pub'."""
+    means = adult_means()
+    t5 = {(d, "gem-pub T=5", e): v for (d, m, e), v in means.items() if m == "gem-pub"}
+    t150 = {(d, "gem-pub T=150", e): v + 0.01 for (d, m, e), v in means.items()
+            if m == "gem-pub"}
+    plain = {k: v for k, v in means.items() if k[1] != "gem-pub"}
+    assert pf.gem_pub_labels(rows_from(means), "adult") == ("gem-pub",)
+    assert pf.gem_pub_labels(rows_from(plain | t5), "adult") == ("gem-pub T=5", "gem-pub T=150")
+    only_t5 = by_key(pf.findings("jam-adult", rows_from(plain | t5)))
+    assert only_t5["jam-below-baselines"]["verdict"] == pf.MISSING
+    assert any("gem-pub T=150" in m for m in only_t5["jam-below-baselines"]["missing"])
+    both = by_key(pf.findings("jam-adult", rows_from(plain | t5 | t150)))
+    assert both["jam-below-baselines"]["verdict"] == pf.HOLDS
+    assert by_key(pf.findings("jam-adult", rows_from(means)))["jam-below-baselines"][
+        "verdict"] == pf.HOLDS
