@@ -266,10 +266,10 @@ def test_gem_pub_pretraining_cache_changes_nothing_but_the_work(small_private, s
     slower, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, seed=0,
                     pretrain_lr=5e-4, **kw)
     assert not slower.engine.mechanism.pretrain_cache_hit      # another setting: another entry
-    assert sorted(p.suffix for p in cache.iterdir()) == [".pt"] * 3   # no temporary file
+    assert sorted(p.suffix for p in cache.iterdir()) == [".npz"] * 3   # no temporary file
     # a damaged entry is a miss: the run trains, gives the same output, and rewrites it
     for entry in cache.iterdir():
-        entry.write_bytes(b"not a torch file")
+        entry.write_bytes(b"not an npz file")
     mended, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, seed=0,
                     **kw)
     assert not mended.engine.mechanism.pretrain_cache_hit

@@ -14,7 +14,9 @@ input of the pre-training: the public marginals' bytes, the cliques, the generat
 seed, the network and pre-training settings, the thread count, the PyTorch version
 and the CPU's vector capability (floating-point sums may differ between those). A
 run that finds its entry loads it and continues exactly as if it had trained: its
-output is byte-identical (tests/test_comparison_mechanisms.py). Entries are written
+output is byte-identical (tests/test_comparison_mechanisms.py). An entry is a NumPy
+``.npz`` file of plain arrays (the tensors, and the report as JSON text), read with
+pickling off: a cache folder someone else wrote cannot run code. Entries are written
 to a temporary file and renamed, so a stopped run never leaves half an entry.
 
 An entry is computed from public data alone (the public rows, or for vGEM-Pub the
@@ -30,6 +32,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +40,15 @@ import numpy as np
 #: the environment variable naming the cache's folder (unset: no cache)
 PRETRAIN_CACHE_ENV = "SYNTH_PRETRAIN_CACHE"
 #: bump when what an entry holds, or how pre-training computes it, changes
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 class PretrainCache:
-    """Entries ``<folder>/<key>.pt``: ``{"state": state_dict, "report": dict}``."""
+    """Entries ``<folder>/<key>.npz``: the state_dict's tensors as arrays, named by
+    their keys, and the report as JSON text (``REPORT_KEY``)."""
+
+    #: the array holding the report (state_dict keys are module paths, "seq.0.fc.weight")
+    REPORT_KEY = "__report__"
 
     def __init__(self, folder: Path | str):
         self.folder = Path(folder)
@@ -66,30 +73,34 @@ class PretrainCache:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def path(self, key: str) -> Path:
-        return self.folder / f"{key}.pt"
+        return self.folder / f"{key}.npz"
 
     def load(self, key: str) -> tuple[dict, dict] | None:
-        """The entry's (state_dict, report), or ``None`` when there is none."""
+        """The entry's (state_dict, report), or ``None`` when there is none or it does
+        not read as one (a damaged or foreign file: the run trains and rewrites it)."""
         import torch
 
         path = self.path(key)
         if not path.exists():
             return None
         try:
-            entry = torch.load(path, weights_only=True)
-            return entry["state"], entry["report"]
-        except Exception:   # a damaged or foreign file: train again (and overwrite it)
+            with np.load(path, allow_pickle=False) as entry:
+                report = json.loads(bytes(entry[self.REPORT_KEY]).decode())
+                state = {name: torch.from_numpy(entry[name].copy())
+                         for name in entry.files if name != self.REPORT_KEY}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return None
+        return state, report
 
     def save(self, key: str, state: dict, report: dict) -> None:
         """Write the entry atomically (a temporary file in the folder, then a rename)."""
-        import torch
-
         self.folder.mkdir(parents=True, exist_ok=True)
+        arrays = {name: t.detach().cpu().numpy() for name, t in state.items()}
+        arrays[self.REPORT_KEY] = np.frombuffer(json.dumps(report).encode(), dtype=np.uint8)
         fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
-                torch.save({"state": state, "report": report}, fh)
+                np.savez(fh, **arrays)
             os.replace(tmp, self.path(key))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
