@@ -33,7 +33,8 @@ def sources(split: str, epsilon: float, seed: int) -> dict:
               if e.round > 0]
     return dict(split=split, epsilon=epsilon, seed=seed, rounds=len(rounds),
                 public_rounds=rounds.count(PUBLIC), private_rounds=rounds.count(PRIVATE),
-                workload_error=synth.result.curator_diagnostics().workload_error, cpu_seconds=cpu_seconds())
+                workload_error=synth.result.curator_diagnostics().workload_error,
+                cpu_seconds=cpu_seconds())
 
 
 def main() -> None:

@@ -60,6 +60,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import statistics
 import sys
 from dataclasses import replace
@@ -490,8 +491,9 @@ def missing_runs(figure: str, setting: str, sweeps: list[Sweep], runs: pd.DataFr
     flag = " --setting paper" if setting == "paper" else ""
     return [dict(dataset=panel, mechanism=label, epsilon=eps, seeds=sorted(seeds),
                  **price(sources, panel, label, eps),
-                 command=f'python benchmarks/reproduce.py {figure}{flag} --mechanisms '
-                         f'"{label}" --epsilons {eps:g} --seeds ' + " ".join(map(str, sorted(seeds))))
+                 command=f"python benchmarks/reproduce.py {figure}{flag} --mechanisms "
+                         f"{shlex.quote(label)} --epsilons {eps:g} --seeds "
+                         + " ".join(map(str, sorted(seeds))))
             for (panel, label, eps), seeds in cells.items()]
 
 

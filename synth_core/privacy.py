@@ -21,6 +21,7 @@ Building blocks (their use by each mechanism: docs/mechanisms.md):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from enum import Enum
@@ -98,6 +99,13 @@ def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
                           hint="Such an epsilon promises no privacy; typical values lie "
                                "between 0.1 and 10.")
     _check_delta(delta)
+    return _rho_for(float(epsilon), float(delta))
+
+
+@functools.lru_cache(maxsize=1024)
+def _rho_for(epsilon: float, delta: float) -> float:
+    """The bisection of :func:`rho_from_epsilon_delta`, once per (epsilon, delta): a sweep
+    validates one configuration per job, hundreds with the same few pairs."""
     return _bisect(lambda r: cdp_delta(r, epsilon) <= delta, 0.0, epsilon + 1.0, ok_is_low=True)
 
 

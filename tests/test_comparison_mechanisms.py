@@ -267,13 +267,22 @@ def test_gem_pub_pretraining_cache_changes_nothing_but_the_work(small_private, s
                     pretrain_lr=5e-4, **kw)
     assert not slower.engine.mechanism.pretrain_cache_hit      # another setting: another entry
     assert sorted(p.suffix for p in cache.iterdir()) == [".npz"] * 3   # no temporary file
-    # a damaged entry is a miss: the run trains, gives the same output, and rewrites it
-    for entry in cache.iterdir():
-        entry.write_bytes(b"not an npz file")
-    mended, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, seed=0,
-                    **kw)
-    assert not mended.engine.mechanism.pretrain_cache_hit
-    assert mended.result.synthetic.equals(plain.result.synthetic)
+    # a damaged entry, or one that is not this network's, is a miss: the run trains,
+    # gives the same output, and rewrites it
+    import torch
+    from synth_core.mechanisms.pretrain_cache import PretrainCache
+
+    for damage in ("bytes", "foreign"):
+        for entry in cache.iterdir():
+            if damage == "bytes":
+                entry.write_bytes(b"not an npz file")
+            else:
+                PretrainCache(cache).save(entry.stem, {"seq.0.fc.weight": torch.ones(2)},
+                                          {"steps": 0})
+        mended, _ = run("gem-pub", small_private, small_public, small_schema, epsilon=1.0,
+                        seed=0, **kw)
+        assert not mended.engine.mechanism.pretrain_cache_hit
+        assert mended.result.synthetic.equals(plain.result.synthetic)
     # release runs (fresh seeds) neither read nor write the cache
     before = sorted(p.read_bytes() for p in cache.iterdir())
     run("gem-pub", small_private, small_public, small_schema, epsilon=1.0, **kw)

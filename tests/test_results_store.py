@@ -5,6 +5,7 @@ manifest and the tables, plain file names, and no bulky per-run files."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -212,8 +213,14 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
     assert entries["gem", 1.0]["priced_at_epsilon"] == 0.3
     assert entries["mst", 1.0]["cpu_seconds_per_run"] is None      # never run anywhere
     assert entries["gem", 10.0]["cpu_seconds_per_run"] == 50.0
-    assert '--setting paper --mechanisms "aim" --epsilons 10 --seeds 0 1' in \
+    assert "--setting paper --mechanisms aim --epsilons 10 --seeds 0 1" in \
         entries["aim", 10.0]["command"]
+    # a label with a space reaches the command line quoted
+    t5 = Sweep((DatasetSpec("t", data),), (MechanismSpec("gem-pub T=5", "gem-pub",
+                                                         {"rounds": 5}),), (1.0,), (0,))
+    (entry,) = reproduce.missing_runs("jam-titanic", "paper", [t5], runs, default)
+    args = shlex.split(entry["command"])
+    assert args[args.index("--mechanisms") + 1] == "gem-pub T=5"
     total = reproduce.missing_total(list(entries.values()))
     assert total == dict(runs=17, unpriced_runs=6,
                          cpu_seconds=10.0 * 3 + 40.0 * 2 + (30.0 * 2) * 2 + 50.0 * 2)

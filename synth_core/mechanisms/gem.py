@@ -544,8 +544,11 @@ class GEM(QueryReleaseMechanism):
             batch=self.batch, lr=self.pretrain_lr, patience=self.pretrain_patience,
             max_steps=self.pretrain_max_steps, threads=self.threads, block=GEM_JOINT_BLOCK)
         entry = None if cache is None else cache.load(key)
-        self.pretrain_cache_hit = entry is not None
-        if entry is not None:
+        expected = {name: t.shape for name, t in gen.net.state_dict().items()}
+        # an entry that is not this network's (damaged, or foreign) is a miss
+        self.pretrain_cache_hit = entry is not None and \
+            {name: t.shape for name, t in entry[0].items()} == expected
+        if self.pretrain_cache_hit:
             state, self.pretrain_report = entry
             gen.net.load_state_dict(state)
             return
