@@ -44,13 +44,13 @@ from .api import RunConfig, Synthesizer
 from .errors import ConfigError, SynthError
 from .mechanisms import MECHANISMS, REQUIRED
 from .report import atomic_write_bytes
-from .version import __version__
+from .version import __version__, code_fingerprint
 
 #: Columns of the store's run table (one row per run).
 RUN_COLUMNS = ["run_id", "sweep", "dataset", "mechanism", "mechanism_name", "epsilon", "seed",
                "status", "workload_error", "workload_error_private", "rho", "rho_spent",
                "rounds", "seconds", "cpu_seconds", "peak_rss_mb", "error", "finished_at",
-               "config"]
+               "config", "code"]
 MARGINAL_COLUMNS = ["run_id", "dataset", "mechanism", "epsilon", "seed", "marginal", "error"]
 FINISHED, FAILED, STOPPED = "finished", "failed", "stopped"
 #: a sweep dataset's column choices (``Synthesizer.run`` keyword arguments of the same names)
@@ -444,6 +444,18 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def job_events(synth: Synthesizer, job: Job):
+    """``synth.run`` on the job's inputs: its round events; ``synth.result`` after the last.
+    The public rows are given to every mechanism, as in a single run: the private
+    table is the same for all (a flag column always splits it), and mechanisms that
+    do not use public rows ignore them."""
+    d = job.dataset
+    return synth.run(d.data, d.public, schema=d.schema, public_flag=d.public_flag,
+                     public_columns=job.public_columns,
+                     data_name=d.name if not isinstance(d.data, (str, Path)) else None,
+                     backend=d.backend, **d.column_choices())
+
+
 def run_job(job: Job, *, should_stop: Callable[[], bool] = lambda: False,
             on_event=None) -> tuple[dict, list[dict]] | None:
     """Run one job in this process: (result row, per-marginal rows), or None
@@ -452,18 +464,12 @@ def run_job(job: Job, *, should_stop: Callable[[], bool] = lambda: False,
     d, m, cfg = job.dataset, job.mechanism, job.config
     base = {"run_id": job.run_id, "sweep": job.sweep, "dataset": d.name, "mechanism": m.label,
             "mechanism_name": m.mechanism, "epsilon": cfg.epsilon, "seed": cfg.seed,
-            "config": json.dumps(job.describe(), sort_keys=True, default=str)}
+            "config": json.dumps(job.describe(), sort_keys=True, default=str),
+            "code": code_fingerprint()}
     started, cpu0 = time.perf_counter(), _cpu_seconds()
     synth = Synthesizer.from_config(cfg.with_option_overrides())
-    # the public rows are given to every mechanism, as in a single run: the
-    # private table is the same for all (a flag column always splits it), and
-    # mechanisms that do not use public rows ignore them
-    public, flag = d.public, d.public_flag
     try:
-        for event in synth.run(d.data, public, schema=d.schema, public_flag=flag,
-                               public_columns=job.public_columns,
-                               data_name=d.name if not isinstance(d.data, (str, Path)) else None,
-                               backend=d.backend, **d.column_choices()):
+        for event in job_events(synth, job):
             if on_event is not None:
                 on_event(job, event)
             if should_stop():  # not stored; its spent budget is reported to the caller

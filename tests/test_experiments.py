@@ -16,6 +16,7 @@ from conftest import wait_until
 
 from synth_core.api import RunConfig, Synthesizer
 from synth_core.errors import ConfigError
+from synth_core.version import code_fingerprint, source_fingerprint
 from synth_core.experiments import (RUN_COLUMNS, DatasetSpec, MechanismSpec, ResultStore, Sweep,
                                     pending_jobs, run_sweep)
 
@@ -88,6 +89,8 @@ def test_sweep_stores_full_config_and_resume_skips_finished_runs(tmp_path):
     assert [r["status"] for r in rows] == ["finished"] * 4
     runs = store.runs()
     assert len(runs) == 4 and set(runs.columns) >= set(RUN_COLUMNS)
+    # each row names the code that made it
+    assert (runs["code"] == code_fingerprint()).all() and len(code_fingerprint()) == 12
     cfg = json.loads(runs.loc[runs["mechanism"] == "jam-pgm", "config"].iloc[0])
     assert cfg["run"]["rounds"] == 2 and cfg["run"]["mode"] == "research"
     assert cfg["dataset"]["public"].endswith("public.csv")
@@ -216,3 +219,30 @@ def test_a_dataset_carries_its_column_choices_to_every_job(tmp_path):
     assert saved["drop_columns"] == ["parch"] and saved["categorical_columns"] == ["age"]
     marginals = store.marginals()["marginal"]
     assert not marginals.str.contains("parch").any() and marginals.str.contains("sibsp").any()
+
+
+def test_the_code_fingerprint_follows_source_bytes_paths_and_versions(tmp_path):
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.py").write_text("x = 1\n")
+    (root / "sub" / "table.json").write_text("{}")
+    versions = {"numpy": "2.0", "jax": "0.10"}
+    first = source_fingerprint(root, versions)
+    assert source_fingerprint(root, dict(reversed(versions.items()))) == first
+    # compiled files and other file kinds are not the code
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0\1")
+    (root / "notes.txt").write_text("anything")
+    assert source_fingerprint(root, versions) == first
+    (root / "a.py").write_text("x = 2\n")
+    changed_source = source_fingerprint(root, versions)
+    (root / "a.py").write_text("x = 1\n")
+    (root / "sub" / "table.json").write_text('{"k": 1}')
+    changed_data = source_fingerprint(root, versions)
+    (root / "sub" / "table.json").write_text("{}")
+    (root / "a.py").rename(root / "b.py")
+    moved = source_fingerprint(root, versions)
+    (root / "b.py").rename(root / "a.py")
+    assert source_fingerprint(root, versions) == first
+    other_version = source_fingerprint(root, {**versions, "jax": "0.11"})
+    assert len({first, changed_source, changed_data, moved, other_version}) == 5
