@@ -170,11 +170,12 @@ def json_row(row: dict) -> dict:
 
 
 def stored_runs_table(figure: str, setting: str = "default") -> pd.DataFrame:
-    """The figure's committed run table (empty when there is none)."""
+    """The figure's committed run table (empty when there is none), its numbers exactly
+    as written (pandas' default JSON float parser changes the last digit of some)."""
     path = runs_table(folder(figure, setting))
     if not path.exists() or not path.stat().st_size:
         return pd.DataFrame(columns=RUN_COLUMNS)
-    return pd.read_json(path, lines=True, dtype=False)
+    return pd.read_json(path, lines=True, dtype=False, precise_float=True)
 
 
 EPSILONS = (0.1, 1.0, 10.0)

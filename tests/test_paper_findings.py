@@ -190,7 +190,7 @@ VERTICAL_DOCUMENTED = {"vjam-not-better-25": pf.FAILS, "vjam-below-aim-50-low-ep
 @pytest.mark.parametrize("figure", [pytest.param("jam-adult", marks=pytest.mark.slow),
                                     "jam-titanic"])
 def test_committed_jam_runs_give_the_documented_verdicts(figure):
-    runs = pd.read_json(reproduce.runs_table(reproduce.folder(figure)), lines=True, dtype=False)
+    runs = reproduce.stored_runs_table(figure)
     checks = pf.findings(figure, reproduce.table(figure, runs))
     assert {c["finding"]: c["verdict"] for c in checks} == DOCUMENTED[figure]
     if figure == "jam-adult":
@@ -375,7 +375,7 @@ AIM_TITANIC_DOCUMENTED = {
 @needs_shared
 def test_committed_aim_titanic_runs_give_the_documented_verdicts_and_figure(tmp_path):
     folder = reproduce.folder("aim-titanic", "paper")
-    runs = pd.read_json(reproduce.runs_table(folder), lines=True, dtype=False)
+    runs = reproduce.stored_runs_table("aim-titanic", "paper")
     rows = reproduce.table("aim-titanic", runs, "paper")
     checks = pf.findings("aim-titanic", rows)
     assert {c["finding"]: c["verdict"] for c in checks} == AIM_TITANIC_DOCUMENTED
