@@ -22,7 +22,7 @@ their 1-way marginals, set by the rho each puts on them. All errors are CURATOR-
 diagnostics (computed from the private data without noise). ``cpu_seconds`` is this
 process's running total (user + sys).
 
-    python benchmarks/independent_lead.py --epsilons 0.01 0.1 0.316 1 10 --seeds 0 1 2
+    python benchmarks/independent_lead.py > benchmarks/results/aim_titanic/independent_lead.jsonl
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def projection_error(private, one_way: dict[str, np.ndarray], workload) -> float
 
 
 def rho_shares(ledger) -> dict:
-    """Shares of the ledger's total rho by step: select, 1-way measure, larger measure."""
+    """Shares of the ledger's total rho (the budget) by step: select, 1-way measure,
+    larger measure (a measure charge's detail is its clique, columns joined by "×")."""
     total = ledger.total
     select = sum(c.rho for c in ledger.charges if c.step == "select")
     measures = [c for c in ledger.charges if c.step == "measure"]
@@ -93,7 +94,8 @@ def decompose(job, stored: dict[str, float]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--epsilons", nargs="+", type=float, default=[0.01, 0.1, 0.316, 1.0, 10.0])
+    ap.add_argument("--epsilons", nargs="+", type=float,
+                    default=[0.01, 0.0316, 0.1, 0.316, 1.0, 3.16, 10.0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS))
     args = ap.parse_args()

@@ -424,7 +424,9 @@ def _concat(frames, columns) -> pd.DataFrame:
     frames = [f for f in frames if f is not None and len(f)]
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    # files written before a column existed (``code``) lack it: present, empty
+    return out.reindex(columns=[*columns, *(c for c in out.columns if c not in columns)])
 
 
 def _write_parquet(path: Path, frame: pd.DataFrame) -> None:

@@ -3,14 +3,15 @@ fingerprint of the code a run executes (read by the experiment records)."""
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 from pathlib import Path
 
 __version__ = "0.1.0"
 
-#: the installed distributions whose arithmetic a run's numbers depend on
-NUMERIC_DEPENDENCIES = ("numpy", "scipy", "pandas", "jax", "jaxlib", "mbi", "torch")
+#: the installed distributions whose arithmetic a run's numbers depend on (``mbi``'s
+#: fits use networkx for the junction tree and optax / chex for the optimiser)
+NUMERIC_DEPENDENCIES = ("numpy", "scipy", "pandas", "jax", "jaxlib", "mbi", "networkx",
+                        "optax", "chex", "torch")
 
 
 def _installed(name: str) -> str:
@@ -22,11 +23,23 @@ def _installed(name: str) -> str:
         return "absent"
 
 
+def source_files(root: Path) -> list[Path]:
+    """The package's Python sources under ``root``, sorted: regular files only, none
+    in or named like a hidden entry (editor lock files, checkpoints). Data files are
+    left out: the one there (``run_time_calibration.json``) only feeds run-time
+    estimates and is rewritten by a benchmark."""
+    return sorted(p for p in root.rglob("*.py")
+                  if p.is_file() and not p.is_symlink()
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
 def source_fingerprint(root: Path, versions: dict[str, str]) -> str:
-    """A short hash of the bytes of every ``*.py`` and ``*.json`` file under ``root``
-    (with its path, in sorted order) and of ``versions`` (name -> version)."""
+    """A short hash of the bytes of :func:`source_files` under ``root`` (each with its
+    path) and of ``versions`` (name -> version)."""
+    import hashlib
+
     h = hashlib.sha256()
-    for path in sorted(p for ext in ("*.py", "*.json") for p in root.rglob(ext)):
+    for path in source_files(root):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(b"\0")
         h.update(path.read_bytes())
@@ -37,10 +50,17 @@ def source_fingerprint(root: Path, versions: dict[str, str]) -> str:
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """What decides a seeded run's numbers besides its inputs: this package's source
-    and data files and the installed versions of :data:`NUMERIC_DEPENDENCIES`
-    (:func:`source_fingerprint`). Two runs of one job under the same fingerprint are
-    byte-identical (docs/experiments.md, "Determinism"); under another, the last
-    digits may differ."""
-    return source_fingerprint(Path(__file__).resolve().parent,
-                              {name: _installed(name) for name in NUMERIC_DEPENDENCIES})
+    """What decides a seeded run's numbers besides its inputs and the machine: this
+    package's sources, the installed versions of :data:`NUMERIC_DEPENDENCIES`, the
+    Python version and the processor architecture (:func:`source_fingerprint`); computed
+    once per process. On one machine two runs of one job under the same fingerprint are
+    byte-identical (docs/performance.md, "Deterministic research runs"); under another,
+    the last digits may differ. "unknown" when the sources cannot be read."""
+    import platform
+
+    versions = {name: _installed(name) for name in NUMERIC_DEPENDENCIES}
+    versions |= {"python": platform.python_version(), "machine": platform.machine()}
+    try:
+        return source_fingerprint(Path(__file__).resolve().parent, versions)
+    except OSError:
+        return "unknown"

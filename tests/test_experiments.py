@@ -16,9 +16,9 @@ from conftest import wait_until
 
 from synth_core.api import RunConfig, Synthesizer
 from synth_core.errors import ConfigError
-from synth_core.version import code_fingerprint, source_fingerprint
 from synth_core.experiments import (RUN_COLUMNS, DatasetSpec, MechanismSpec, ResultStore, Sweep,
                                     pending_jobs, run_sweep)
+from synth_core.version import code_fingerprint, source_files, source_fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data" / "titanic"
@@ -225,24 +225,47 @@ def test_the_code_fingerprint_follows_source_bytes_paths_and_versions(tmp_path):
     root = tmp_path / "pkg"
     (root / "sub").mkdir(parents=True)
     (root / "a.py").write_text("x = 1\n")
-    (root / "sub" / "table.json").write_text("{}")
+    (root / "sub" / "b.py").write_text("y = 1\n")
     versions = {"numpy": "2.0", "jax": "0.10"}
     first = source_fingerprint(root, versions)
     assert source_fingerprint(root, dict(reversed(versions.items()))) == first
-    # compiled files and other file kinds are not the code
+    # not the code: compiled files, data files, hidden entries, an editor's dangling lock link
     (root / "__pycache__").mkdir()
     (root / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0\1")
-    (root / "notes.txt").write_text("anything")
+    (root / "calibration.json").write_text("{}")
+    (root / ".ipynb_checkpoints").mkdir()
+    (root / ".ipynb_checkpoints" / "a-checkpoint.py").write_text("x = 3\n")
+    (root / ".#a.py").symlink_to(root / "gone.py")
     assert source_fingerprint(root, versions) == first
+    assert [p.name for p in source_files(root)] == ["a.py", "b.py"]
     (root / "a.py").write_text("x = 2\n")
     changed_source = source_fingerprint(root, versions)
     (root / "a.py").write_text("x = 1\n")
-    (root / "sub" / "table.json").write_text('{"k": 1}')
-    changed_data = source_fingerprint(root, versions)
-    (root / "sub" / "table.json").write_text("{}")
-    (root / "a.py").rename(root / "b.py")
+    (root / "sub" / "b.py").rename(root / "sub" / "c.py")
     moved = source_fingerprint(root, versions)
-    (root / "b.py").rename(root / "a.py")
+    (root / "sub" / "c.py").rename(root / "sub" / "b.py")
     assert source_fingerprint(root, versions) == first
     other_version = source_fingerprint(root, {**versions, "jax": "0.11"})
-    assert len({first, changed_source, changed_data, moved, other_version}) == 5
+    assert len({first, changed_source, moved, other_version}) == 4
+
+
+def test_two_processes_of_one_checkout_record_the_same_code():
+    code = "from synth_core.version import code_fingerprint; print(code_fingerprint())"
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}
+                           ).stdout.strip() for seed in (1, 2)}
+    assert outs == {code_fingerprint()}
+
+
+def test_a_store_written_before_the_code_column_reads_with_it_empty(tmp_path):
+    store = ResultStore(tmp_path / "store")
+    old = {c: None for c in RUN_COLUMNS if c != "code"} | dict(run_id="old", status="finished",
+                                                                workload_error=0.5)
+    store.runs_dir.mkdir(parents=True)
+    pd.DataFrame([old]).to_parquet(store.runs_dir / "old.parquet", index=False)
+    runs = store.runs()
+    assert list(runs.columns) == RUN_COLUMNS and runs["code"].isna().all()
+    store.write({c: None for c in RUN_COLUMNS} | dict(run_id="new", status="finished",
+                                                      code="abc"))
+    codes = store.runs().set_index("run_id")["code"]
+    assert codes["new"] == "abc" and pd.isna(codes["old"])

@@ -98,7 +98,7 @@ def test_a_store_exports_to_its_run_table(tmp_path):
     rows = results_readme.read_jsonl(tmp_path / "runs.jsonl")
     assert [r["run_id"] for r in rows] == ["r0", "r1"]
     assert [r["workload_error"] for r in rows] == [0.25, 0.75]
-    back = pd.read_json(tmp_path / "runs.jsonl", lines=True, dtype=False)
+    back = pd.read_json(tmp_path / "runs.jsonl", lines=True, dtype=False, precise_float=True)
     assert back["workload_error"].mean() == pytest.approx(0.5)
     assert reproduce.runs_table(tmp_path / "jam_adult") == tmp_path / "jam_adult" / "runs.jsonl"
 
