@@ -292,7 +292,10 @@ FIGURES = {
     "vertical-adult": dict(
         title="Vertical paper, Figure 2: Adult, public columns",
         datasets=lambda: [_vertical(f) for f in (0.25, 0.5, 0.75)],
-        mechanisms=VERTICAL_MECHANISMS, **VERTICAL_ERROR),
+        mechanisms=VERTICAL_MECHANISMS,
+        # plain AIM ignores the split: one run serves all three where the error is on W
+        # (the paper setting); on W' each split scores it on its own marginals
+        private_only=("aim",), **VERTICAL_ERROR),
     "vertical-reduced": dict(
         title="Vertical paper, Figure 1: Adult (red.), 6 of 8 columns public",
         datasets=lambda: [_adult_reduced()],
@@ -384,6 +387,16 @@ def figure_setting(figure: str, setting: str = "default") -> dict:
     return out
 
 
+def private_only(figure: str, setting: str = "default") -> tuple[str, ...]:
+    """The figure's mechanisms that read only the private table, the same in every
+    split, and so run once, on the first split (``private_only``), where the setting's
+    error does not depend on the split: on W' (``workload_error_private``) a split's
+    public columns choose the marginals scored, so there every split runs its own."""
+    if figure_setting(figure, setting)["metric"] != "workload_error":
+        return ()
+    return FIGURES[figure].get("private_only", ())
+
+
 def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
                  setting: str = "default", workloads=None) -> list[Sweep]:
     """The figure's sweeps under ``setting`` (seeds and epsilons: the setting's unless
@@ -392,8 +405,8 @@ def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
     shows its result in every panel. A mechanism with its own run fields
     (``per_mechanism``) gets its own sweep, and so does each workload panel;
     ``workloads`` (panel labels) keeps only those panels."""
-    spec, run = FIGURES[figure], figure_setting(figure, setting)
-    shared = spec.get("private_only", ())
+    run = figure_setting(figure, setting)
+    shared = private_only(figure, setting)
     mechs = [m for m in run["mechanisms"] if not mechanisms or m.label in mechanisms]
     by_extra: dict = {}
     for d, extra in panels(figure):
@@ -414,7 +427,6 @@ def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
 def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dict]:
     """Mean, min and max error over seeds per (dataset, mechanism, epsilon); a private-only
     mechanism's runs (made on the first split) are shown under every split."""
-    spec = FIGURES[figure]
     metric = figure_setting(figure, setting)["metric"]
     if runs.empty:
         return []
@@ -428,8 +440,9 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
                                                     setting=setting) for job in sweep.jobs()}
     stale = runs[~runs["run_id"].isin(current)]
     if len(stale):
-        print(f"{figure}: {len(stale)} stored runs of an older configuration left out "
-              f"({', '.join(sorted(set(stale['mechanism'])))})", file=sys.stderr)
+        print(f"{figure}: {len(stale)} stored runs that are not jobs of the figure now left "
+              f"out (an older configuration, or a private-only mechanism's run on a later "
+              f"split: {', '.join(sorted(set(stale['mechanism'])))})", file=sys.stderr)
     runs = runs[runs["run_id"].isin(current)]
     datasets = [d.name for d, _ in panels(figure)]
     rows = []
@@ -441,15 +454,15 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
                "mean": statistics.mean(vals), "min": min(vals), "max": max(vals),
                "sd": seed_sd(vals),
                "cpu_seconds": statistics.mean(float(c) for c in g["cpu_seconds"])}
-        shown_in = datasets if mech in spec.get("private_only", ()) else [data]
+        shown_in = datasets if mech in private_only(figure, setting) else [data]
         rows += [dict(row, dataset=d) for d in shown_in]
     return rows
 
 
-def cpu_total(figure: str, rows: list[dict]) -> tuple[float, int]:
+def cpu_total(figure: str, rows: list[dict], setting: str = "default") -> tuple[float, int]:
     """(sum of the runs' CPU seconds, number of runs) behind the table's rows; a
     private-only mechanism's runs, shown under every split, count once."""
-    shared = FIGURES[figure].get("private_only", ())
+    shared = private_only(figure, setting)
     seen, total, runs = set(), 0.0, 0
     for r in rows:
         key = (r["mechanism"], r["epsilon"], "" if r["mechanism"] in shared else r["dataset"])
@@ -561,13 +574,13 @@ def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "de
     lines = [f"# {title}", "", f"Workload error ({metric}), mean over seeds [min, max]; "
              "CURATOR-ONLY diagnostics.", ""]
     if FIGURES[figure].get("show_cpu"):
-        cpu, n_runs = cpu_total(figure, rows)
+        cpu, n_runs = cpu_total(figure, rows, setting)
         lines += [f"CPU: {cpu:,.0f} s, the sum of the {n_runs} runs' own CPU seconds (each "
                   "in its process, without the process start).", ""]
     if FIGURES[figure].get("note"):
         lines += [FIGURES[figure]["note"], ""]
-    if FIGURES[figure].get("private_only"):
-        lines += [f"{', '.join(FIGURES[figure]['private_only'])} read only the private table, "
+    if private_only(figure, setting):
+        lines += [f"{', '.join(private_only(figure, setting))} read only the private table, "
                   "which is the same file in every split: they ran once and are repeated in "
                   "each split's table.", ""]
     for data in sorted({r["dataset"] for r in rows}):

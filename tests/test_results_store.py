@@ -225,3 +225,38 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
     total = reproduce.missing_total(list(entries.values()))
     assert total == dict(runs=17, unpriced_runs=6,
                          cpu_seconds=10.0 * 3 + 40.0 * 2 + (30.0 * 2) * 2 + 50.0 * 2)
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "adult").exists(),
+                    reason="../shared/data/adult (the figures' data) is absent")
+def test_plain_aim_runs_once_per_vertical_grid_where_its_error_ignores_the_split():
+    """Plain AIM reads no public column: on W (the vertical paper setting) one run serves
+    the three splits, and the table shows it under each; on W' (the default) every split
+    scores its own marginals, so each split runs it. JAM's AIM and GEM run once in both."""
+    import reproduce
+
+    def aim_splits(figure, setting):
+        return {d.name for s in reproduce.build_sweeps(figure, setting=setting)
+                for d in s.datasets if "aim" in [m.label for m in s.mechanisms]}
+
+    assert reproduce.private_only("vertical-adult", "paper") == ("aim",)
+    assert reproduce.private_only("vertical-adult", "default") == ()
+    assert len(aim_splits("vertical-adult", "paper")) == 1
+    assert len(aim_splits("vertical-adult", "default")) == 3
+    for setting in ("default", "paper"):
+        assert reproduce.private_only("jam-adult", setting) == ("aim", "gem")
+        assert len(aim_splits("jam-adult", setting)) == 1
+    # the one run, stored under the first split, is every split's row
+    (job,) = [j for s in reproduce.build_sweeps("vertical-adult", seeds=(0,), epsilons=(1.0,),
+                                                setting="paper")
+              for j in s.jobs() if j.mechanism.label == "aim"]
+    run = dict(run_id=job.run_id, dataset=job.dataset.name, mechanism="aim", epsilon=1.0,
+               seed=0, status="finished", workload_error=0.2, workload_error_private=0.3,
+               cpu_seconds=5.0)
+    import pandas as pd
+
+    rows = reproduce.table("vertical-adult", pd.DataFrame([run]), "paper")
+    assert sorted(r["dataset"] for r in rows) == [d.name for d, _ in
+                                                  reproduce.panels("vertical-adult")]
+    assert {r["mean"] for r in rows} == {0.2}
+    assert reproduce.cpu_total("vertical-adult", rows, "paper") == (5.0, 1)
