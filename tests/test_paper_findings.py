@@ -181,7 +181,8 @@ DOCUMENTED = {
                     "jam-gem-pub-similar-high-eps": pf.UNCHECKABLE},
 }
 VERTICAL_DOCUMENTED = {"vjam-not-better-25": pf.FAILS, "vjam-below-aim-50-low-eps": pf.HOLDS,
-                       "vjam-below-aim-75": pf.FAILS, "conditional-aim-lowest": pf.FAILS,
+                       "vjam-below-aim-75": pf.FAILS, "vgem-above-aim": pf.MISSING,
+                       "conditional-aim-lowest": pf.FAILS,
                        "conditional-vjam-worse": pf.FAILS,
                        "conditional-lowers-private-error": pf.FAILS}
 
@@ -235,7 +236,7 @@ def test_paper_setting_sweeps_carry_the_settings_into_every_run():
     assert {j.config.delta for j in jobs} == {1e-6} and {j.config.rounds for j in jobs} == {100}
     assert {j.mechanism.label: j.config.neighbours for j in jobs} == {
         "aim": "unbounded", "vjam-pgm": "bounded", "conditional-aim": "bounded",
-        "conditional-vjam-pgm": "bounded"}
+        "conditional-vjam-pgm": "bounded", "vgem-pub": "bounded", "vpmw": "bounded"}
     default = [j.run_id for s in reproduce.build_sweeps("vertical-adult", seeds=[0],
                                                         epsilons=[1.0]) for j in s.jobs()]
     assert not set(default) & {j.run_id for j in jobs}
