@@ -17,7 +17,9 @@ quantifier decides the verdict from the points, with no tolerance:
 A claim may group its points (per split, per compared method) and require
 its quantifier within every group: "across all levels of bias and almost
 all values of epsilon" is ``all but one`` point per (split, method), needed
-in every group. A claim whose wording gives no measure ("similar",
+in every group. A claim with points not yet run (a missing cell) has its
+verdict as soon as they cannot change it: "every" fails at its first failing
+point; otherwise it is "not yet checkable". A claim whose wording gives no measure ("similar",
 "significantly") is listed with its numbers and the verdict "not checkable".
 
 Input rows: ``{"dataset", "mechanism", "epsilon", "mean", "min", "max",
@@ -121,15 +123,22 @@ class Check:
     checkable: bool = True
 
     def verdict(self) -> str:
+        """HOLDS or FAILS once the points not yet run cannot change it (every quantifier
+        is monotone: a missing point counted as holding, then as failing, gives the
+        bounds); MISSING while they could, or with no points."""
         if not self.checkable:
             return UNCHECKABLE
-        if not self.points or not all(p.complete for p in self.points):
+        if not self.points:
             return MISSING
-        groups: dict[str, list[bool]] = {}
+        groups: dict[str, list[bool | None]] = {}
         for p in self.points:
-            groups.setdefault(p.group, []).append(p.holds)
-        return HOLDS if all(quantified(self.claim.quantifier, v) for v in groups.values()) \
-            else FAILS
+            groups.setdefault(p.group, []).append(p.holds if p.complete else None)
+        q = self.claim.quantifier
+        if any(not quantified(q, [h is not False for h in v]) for v in groups.values()):
+            return FAILS        # fails even if every missing point held
+        if all(quantified(q, [h is True for h in v]) for v in groups.values()):
+            return HOLDS        # holds even if every missing point failed
+        return MISSING
 
     def record(self) -> dict:
         """The finding as one JSON-able dict (also the Markdown line's source)."""
@@ -210,7 +219,9 @@ def render(check: dict) -> str:
     every point's means, seed ranges and margin."""
     head = f"- **{check['verdict']}**"
     if check["verdict"] in (HOLDS, FAILS):
-        head += f" (holds at {check['points_holding']} of {check['points']} points)"
+        head += f" (holds at {check['points_holding']} of {check['points']} points"
+        head += (f"; {len(check['missing'])} not yet run, which cannot change the verdict)"
+                 if check["missing"] else ")")
     checkable = check["verdict"] != UNCHECKABLE
     lines = [f"{head}: \"{check['quote']}\" ({check['paper']})",
              f"  - {'checked' if checkable else 'compared'}: {check['comparison']}"
