@@ -12,7 +12,8 @@ Figures:
 * ``jam-titanic``  JAM-PGM paper, Figure 2 (Titanic, a public table).
 * ``vertical-adult``  vertical paper, Figure 2 (Adult with 25%, 50%, 75% of
   the columns public): AIM, vJAM-PGM, Conditional AIM, Conditional vJAM-PGM,
-  error on the marginals with at least one private column.
+  error on the marginals with at least one private column; the paper setting adds
+  vGEM-Pub and vPMW and scores all 3-way marginals.
 * ``vertical-reduced``  vertical paper, Figure 1: Adult (red.), its first 8
   columns, 6 of them public: AIM, vJAM-PGM, Conditional AIM, Conditional
   vJAM-PGM, vPMW, vGEM-Pub, error on W'.

@@ -92,8 +92,8 @@ def export_store(folder: Path) -> None:
 def provenance(manifest: dict) -> list[str]:
     code, machine = manifest["code"], manifest.get("machine", {})
     lines = ["## Provenance", "",
-             f"- produced at commit(s) {', '.join(code['produced_at'])}; moved into this "
-             f"folder at {code['moved_at']}",
+             f"- produced at commit(s) {', '.join(code['produced_at'])}"
+             + (f"; moved into this folder at {code['moved_at']}" if "moved_at" in code else ""),
              f"- date: {manifest['date']}"]
     if machine:
         lines.append("- machine: " + "; ".join(f"{k} {v}" for k, v in machine.items()))

@@ -381,6 +381,13 @@ PAPER_SETTING_DOCUMENTED = {
                     "pmw-pub-flat": pf.FAILS, "jam-below-baselines-most-eps": pf.HOLDS,
                     "public-method-wins-everywhere": pf.HOLDS,
                     "jam-gem-pub-similar-high-eps": pf.UNCHECKABLE},
+    # seeds 0-1 (all-3way) and 0 (target) at epsilon 0.01-10
+    "aim-adult": AIM_TITANIC_DOCUMENTED | {"all-3way:aim-best-85": pf.HOLDS},
+    # seed 0, AIM at epsilon 0.1 and 1, the rest at 1: two claims already fail at 25%
+    "vertical-adult": {"vjam-not-better-25": pf.MISSING, "vjam-below-aim-50-low-eps": pf.MISSING,
+                       "vjam-below-aim-75": pf.MISSING, "vgem-above-aim": pf.MISSING,
+                       "conditional-aim-lowest": pf.FAILS, "conditional-vjam-worse": pf.MISSING,
+                       "conditional-lowers-private-error": pf.FAILS},
     "jam-adult": {"jam-below-baselines": pf.MISSING,
                   "public-methods-better-with-less-bias": pf.FAILS,
                   "jam-degrades-slowest": pf.MISSING, "pmw-pub-worse-all-female": pf.HOLDS,
