@@ -35,7 +35,7 @@ import reproduce
 from common import cpu_seconds, emit, require_shared
 
 from synth_core import Synthesizer
-from synth_core.evaluate import normalised_l1
+from synth_core.evaluate import marginal_error, normalised_l1
 from synth_core.experiments import job_events
 from synth_core.version import code_fingerprint
 
@@ -84,7 +84,7 @@ def decompose(job, stored: dict[str, float]) -> dict:
         seed=job.config.seed, run_id=job.run_id,
         workload_error=res.curator_diagnostics().workload_error,
         stored_workload_error=stored.get(job.run_id), code=code_fingerprint(),
-        one_way_error=float(np.mean([normalised_l1(private.marginal((c,)), synthetic.marginal((c,)))
+        one_way_error=float(np.mean([marginal_error(private, synthetic, (c,))
                                      for c in private.columns])),
         projection_error=projection_error(private, own, res.workload),
         independence_floor=projection_error(private, truth, res.workload),

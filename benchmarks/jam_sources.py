@@ -1,7 +1,7 @@
 """Where JAM-PGM's rounds measure: public rows or private rows, per Adult split.
 
-One JSON line per (split, epsilon, seed): JAM-PGM at its defaults (all-3way, delta
-1e-9, bounded DP, seeded research run, the setting of ``reproduce.py jam-adult``),
+One JSON line per (split, epsilon, seed): the JAM-PGM jobs of ``reproduce.py jam-adult``
+(its default setting: all-3way, delta 1e-9, bounded DP, seeded research run),
 the number of rounds that measured the public rows (free) and the private rows, the
 workload error (CURATOR-ONLY) and the CPU seconds of this process so far (user +
 sys; runs in one process share their imports). It measures one candidate cause of a
@@ -15,24 +15,21 @@ from __future__ import annotations
 
 import argparse
 
-from common import DATA, cpu_seconds, emit, require_shared
+import reproduce
+from common import cpu_seconds, emit, require_shared
 
 from synth_core import Synthesizer
 from synth_core.engine import PRIVATE, PUBLIC
+from synth_core.experiments import job_events
 
 
-def sources(split: str, epsilon: float, seed: int) -> dict:
-    """One JAM-PGM run on ``split``: its rounds by source and its workload error."""
-    import pandas as pd
-
-    folder = DATA / split
-    private, public = pd.read_csv(folder / "priv.csv"), pd.read_csv(folder / "pub.csv")
-    synth = Synthesizer("jam-pgm", epsilon=epsilon, workload="all-3way", seed=seed,
-                        delta=1e-9, neighbours="bounded")
-    rounds = [e.source for e in synth.run(private, public, schema=folder / "domain.json")
-              if e.round > 0]
-    return dict(split=split, epsilon=epsilon, seed=seed, rounds=len(rounds),
-                public_rounds=rounds.count(PUBLIC), private_rounds=rounds.count(PRIVATE),
+def sources(job) -> dict:
+    """One run of a JAM-PGM job of the figure: its rounds by source and its error."""
+    synth = Synthesizer.from_config(job.config.with_option_overrides())
+    rounds = [e.source for e in job_events(synth, job) if e.round > 0]
+    return dict(split=job.dataset.name, epsilon=job.config.epsilon, seed=job.config.seed,
+                rounds=len(rounds), public_rounds=rounds.count(PUBLIC),
+                private_rounds=rounds.count(PRIVATE),
                 workload_error=synth.result.curator_diagnostics().workload_error,
                 cpu_seconds=cpu_seconds())
 
@@ -44,10 +41,12 @@ def main() -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     args = ap.parse_args()
     require_shared()
-    for seed in args.seeds:
-        for split in args.splits:
-            for eps in args.epsilons:
-                emit(bench="jam-sources", **sources(split, eps, seed))
+    jobs = [j for sweep in reproduce.build_sweeps("jam-adult", mechanisms=["jam-pgm"],
+                                                  seeds=args.seeds, epsilons=args.epsilons)
+            for j in sweep.jobs() if j.dataset.name in args.splits]
+    for job in sorted(jobs, key=lambda j: (j.config.seed, args.splits.index(j.dataset.name),
+                                           j.config.epsilon)):
+        emit(bench="jam-sources", **sources(job))
 
 
 if __name__ == "__main__":

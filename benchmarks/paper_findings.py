@@ -18,9 +18,10 @@ A claim may group its points (per split, per compared method) and require
 its quantifier within every group: "across all levels of bias and almost
 all values of epsilon" is ``all but one`` point per (split, method), needed
 in every group. A claim with points not yet run (a missing cell) has its
-verdict as soon as they cannot change it: "every" fails at its first failing
-point; otherwise it is "not yet checkable". A claim whose wording gives no measure ("similar",
-"significantly") is listed with its numbers and the verdict "not checkable".
+verdict as soon as they cannot change it ("every" fails at its first failing
+point), and is "not yet checkable" until then. A claim whose wording gives no
+measure ("similar", "significantly") is listed with its numbers and the verdict
+"not checkable".
 
 Input rows: ``{"dataset", "mechanism", "epsilon", "mean", "min", "max",
 "seeds", "sd"}``, one per cell (as ``reproduce.table`` returns them; ``sd`` is the

@@ -582,8 +582,9 @@ def write_markdown(figure: str, rows: list[dict], path: Path, setting: str = "de
                   "in its process, without the process start).", ""]
     if FIGURES[figure].get("note"):
         lines += [FIGURES[figure]["note"], ""]
-    if private_only(figure, setting):
-        lines += [f"{', '.join(private_only(figure, setting))} read only the private table, "
+    shared = private_only(figure, setting)
+    if shared:
+        lines += [f"{', '.join(shared)} read only the private table, "
                   "which is the same file in every split: they ran once and are repeated in "
                   "each split's table.", ""]
     for data in sorted({r["dataset"] for r in rows}):
