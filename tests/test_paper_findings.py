@@ -382,7 +382,7 @@ PAPER_SETTING_DOCUMENTED = {
                                                 "pmw-pub-best-low-eps": pf.FAILS},
     # seeds 0-1 (all-3way) and 0 (target) at epsilon 0.01-10
     "aim-adult": AIM_TITANIC_DOCUMENTED | {"all-3way:aim-best-85": pf.HOLDS},
-    # seed 0, AIM at epsilon 0.1 and 1, the rest at 1: two claims already fail at 25%
+    # epsilon 1, seeds 0-2 (AIM also at 0.1): two claims already fail at 25%
     "vertical-adult": dict.fromkeys(VERTICAL_DOCUMENTED, pf.MISSING) | {
         "conditional-aim-lowest": pf.FAILS, "conditional-lowers-private-error": pf.FAILS},
     # seeds 0-2 at six epsilons; the claims that wait for the GEM-Pub T = 150 line
