@@ -500,7 +500,8 @@ def vertical_adult(rows: list[dict]) -> list[Check]:
                     "each conditional method below its plain version (Conditional AIM < AIM, "
                     "Conditional vJAM-PGM < vJAM-PGM) at every (fraction, epsilon)", "every",
                     "method", "'private error' is the error on W' (marginals with a private "
-                              "column): check it on W' rows"),
+                              "column); checked on the table's error: W' by default, W in "
+                              "the paper setting"),
               [point(cells, d, e, f"conditional-{m}", m, m) for m in ("aim", "vjam-pgm")
                for d in all_fracs for e in eps]),
     ]
