@@ -35,11 +35,11 @@ def main() -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     args = ap.parse_args()
     require_shared()
-    splits = [f"{round(100 * f)}% columns public" for f in args.fractions]
+    splits = {reproduce._vertical(f).name for f in args.fractions}   # the figure's names
     jobs = [j for sweep in reproduce.build_sweeps("vertical-adult", mechanisms=["vpmw"],
                                                   seeds=args.seeds, epsilons=[args.epsilon],
                                                   setting="paper")
-            for j in sweep.jobs() if j.dataset.name.endswith(tuple(splits))]
+            for j in sweep.jobs() if j.dataset.name in splits]
     for job in jobs:
         for rounds in args.rounds:
             row, _ = run_job(with_rounds(job, rounds))

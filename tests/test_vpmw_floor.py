@@ -48,9 +48,12 @@ def test_the_committed_rows_say_what_the_docs_say():
     vpmw = runs[(runs["mechanism"] == "vpmw") & (runs["status"] == "finished")]
     for f in ("25%", "50%", "75%"):
         mine = vpmw[vpmw["dataset"].str.contains(f)]
-        means = [statistics.mean(g["workload_error"]) for _, g in mine.groupby("epsilon")]
-        assert len(means) == 3                                  # epsilon 0.1, 1 and 10
-        # with nearly exact answers vPMW gets about what it gets with noise ...
-        assert all(abs(m - floor[(f, 100)]) < 0.012 for m in means)
-        # ... and a round barely moves it from its initial distribution
+        cells = [g["workload_error"] for _, g in mine.groupby("epsilon")]
+        assert len(cells) == 3 and all(len(c) == 3 for c in cells)   # epsilon 0.1, 1, 10
+        # with nearly exact answers vPMW gets what it gets with noise: at every epsilon
+        # the exact-answer error is nearer the seeds' mean than the seeds are to each other
+        for errors in cells:
+            assert abs(statistics.mean(errors) - floor[(f, 100)]) < max(errors) - min(errors)
+        # 100 rounds (and 1,000) leave it close to where its first round left it
         assert floor[(f, 1)] - floor[(f, 100)] < 0.1
+        assert abs(floor[(f, 1000)] - floor[(f, 100)]) < 0.1
