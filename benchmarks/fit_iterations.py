@@ -52,12 +52,15 @@ from synth_core.experiments import MechanismSpec, ResultStore, Sweep, run_sweep
 OUT = reproduce.OUT / "fit_iterations"
 ITERS = (100, 1000)
 BASE = dict(reproduce.SETTINGS, max_model_size=80.0)
-#: setting -> (dataset, mechanism, epsilons, default seeds)
+#: setting -> (its dataset's name in the runs, the dataset, mechanism, epsilons, default
+#: seeds); the dataset is built only to run (building it checks that its files exist)
 SETTINGS = {
-    "titanic": (lambda: reproduce._split("titanic"), "jam-pgm",
+    "titanic": ("titanic", lambda: reproduce._split("titanic"), "jam-pgm",
                 reproduce.JAM_PAPER["epsilons"], (0, 1, 2)),
-    "adult": (lambda: reproduce._split("adult_pub025"), "jam-pgm", (0.1, 1.0, 10.0), (0, 1)),
-    "vertical": (lambda: reproduce._vertical(0.5), "vjam-pgm", (1.0,), (0, 1)),
+    "adult": ("adult_pub025", lambda: reproduce._split("adult_pub025"), "jam-pgm",
+              (0.1, 1.0, 10.0), (0, 1)),
+    "vertical": (reproduce.vertical_name(0.5), lambda: reproduce._vertical(0.5), "vjam-pgm",
+                 (1.0,), (0, 1)),
 }
 
 
@@ -68,7 +71,7 @@ def store() -> ResultStore:
 def build_sweep(setting: str, fit_iters: int, epsilons=None, seeds=None) -> Sweep:
     """The setting's runs at ``fit_iters`` per round fit (the mechanism's label is
     its name, so the run id is the same as in the figures' sweeps)."""
-    data, mech, eps, default_seeds = SETTINGS[setting]
+    _, data, mech, eps, default_seeds = SETTINGS[setting]
     return Sweep((data(),), (MechanismSpec(mech, mech),), tuple(epsilons or eps),
                  tuple(seeds or default_seeds), dict(BASE, fit_iters=int(fit_iters)),
                  name="fit-iterations")
@@ -96,7 +99,7 @@ def fit_iters_of(config: str) -> int:
 
 
 def setting_of(dataset: str) -> str:
-    names = {spec[0]().name: name for name, spec in SETTINGS.items()}
+    names = {spec[0]: name for name, spec in SETTINGS.items()}
     return names.get(dataset, dataset)
 
 

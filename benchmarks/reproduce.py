@@ -192,10 +192,16 @@ def _split(name: str) -> DatasetSpec:
     return DatasetSpec(name, folder / "priv.csv", folder / "pub.csv", folder / "domain.json")
 
 
+def vertical_name(fraction: float) -> str:
+    """The vertical figure's name for Adult with ``fraction`` of its columns public
+    (the ``dataset`` of its runs; known without reading the data)."""
+    return f"adult, {int(fraction * 100)}% columns public"
+
+
 def _vertical(fraction: float) -> DatasetSpec:
     cols = tuple(PUBLIC_ORDER[:int(round(fraction * len(PUBLIC_ORDER)))])
     folder = DATA / "adult"
-    return DatasetSpec(f"adult, {int(fraction * 100)}% columns public", folder / "adult.csv",
+    return DatasetSpec(vertical_name(fraction), folder / "adult.csv",
                        schema=folder / "domain.json", public_columns=cols)
 
 

@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     args = ap.parse_args()
     require_shared()
-    splits = {reproduce._vertical(f).name for f in args.fractions}   # the figure's names
+    splits = {reproduce.vertical_name(f) for f in args.fractions}
     jobs = [j for sweep in reproduce.build_sweeps("vertical-adult", mechanisms=["vpmw"],
                                                   seeds=args.seeds, epsilons=[args.epsilon],
                                                   setting="paper")

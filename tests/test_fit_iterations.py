@@ -73,6 +73,20 @@ def test_fit_iters_is_read_from_the_resolved_configuration():
     assert fit_iterations.fit_iters_of(json.dumps({"run": {"fit_iters": 1000}})) == 1000
 
 
+def _has_data(*names: str) -> bool:
+    return all((reproduce.DATA / n).exists() for n in names)
+
+
+@pytest.mark.skipif(not _has_data("titanic", "adult_pub025", "adult"),
+                    reason="../shared/data (the settings' data) is absent")
+def test_each_settings_dataset_name_is_the_name_its_dataset_gets():
+    # the summaries name a run's setting without reading data; the names must be the runs'
+    for setting, (name_in_runs, make, *_) in fit_iterations.SETTINGS.items():
+        assert make().name == name_in_runs
+        assert fit_iterations.setting_of(name_in_runs) == setting
+
+
+@pytest.mark.skipif(not _has_data("titanic"), reason="../shared/data/titanic is absent")
 def test_sweeps_differ_only_in_fit_iters_and_share_the_titanic_grids_run_ids():
     short, long_ = (fit_iterations.build_sweep("titanic", n, [1.0], [0]) for n in (100, 1000))
     [a], [b] = short.jobs(), long_.jobs()

@@ -9,6 +9,8 @@ import statistics
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import reproduce  # noqa: E402
@@ -22,6 +24,8 @@ def _jobs():
     return sweep.jobs()
 
 
+@pytest.mark.skipif(not (reproduce.DATA / "adult").exists(),
+                    reason="../shared/data/adult (the figure's data) is absent")
 def test_a_floor_job_is_the_figures_job_with_only_its_rounds_changed():
     job = _jobs()[0]
     assert job.config.rounds == 100          # the paper setting's T
