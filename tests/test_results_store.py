@@ -67,6 +67,9 @@ def test_trace_index_covers_every_trace():
         assert index == files
 
 
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "adult_pub025").exists(),
+                    reason="../shared/data (the figures' splits: their table builds the jobs)"
+                           " is absent")
 @pytest.mark.parametrize("figure", ["jam-adult", "jam-titanic"])
 def test_the_committed_run_table_gives_the_committed_figure(figure, tmp_path):
     """``runs.jsonl`` stands for the (uncommitted) Parquet store: the figure's
