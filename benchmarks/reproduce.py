@@ -102,6 +102,10 @@ def delegate(figure: str, args: argparse.Namespace) -> int:
     script = [sys.executable, str(Path(__file__).with_name(DEFAULT_SETTING_SCRIPTS[figure]))]
     if args.workloads:
         raise SystemExit(f"{figure} has no workload panels: drop --workloads")
+    if args.datasets:
+        raise SystemExit(f"{figure}'s default setting runs through "
+                         f"{DEFAULT_SETTING_SCRIPTS[figure]}, which takes no --datasets: drop "
+                         f"it, or add --setting paper")
     grid = []
     for flag, values in (("--mechanisms", args.mechanisms), ("--epsilons", args.epsilons),
                          ("--seeds", args.seeds)):
@@ -407,14 +411,21 @@ def private_only(figure: str, setting: str = "default") -> tuple[str, ...]:
 
 
 def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
-                 setting: str = "default", workloads=None) -> list[Sweep]:
+                 setting: str = "default", workloads=None, datasets=None) -> list[Sweep]:
     """The figure's sweeps under ``setting`` (seeds and epsilons: the setting's unless
     given). A mechanism listed in ``private_only`` reads only the private table, which
     is the same in every split, so it runs on the first split alone and :func:`table`
     shows its result in every panel. A mechanism with its own run fields
     (``per_mechanism``) gets its own sweep, and so does each workload panel;
-    ``workloads`` (panel labels) keeps only those panels."""
+    ``workloads`` (panel labels) keeps only those panels, ``datasets`` (panel names, as
+    the figure's table names them) only those panels' runs, so a private-only
+    mechanism runs only when its first split is named."""
     run = figure_setting(figure, setting)
+    names = [d.name for d, _ in panels(figure)]
+    unknown = sorted(set(datasets or ()) - set(names))
+    if unknown:
+        raise SystemExit(f"{figure} has no panel named {', '.join(map(repr, unknown))}; "
+                         f"its panels: {', '.join(map(repr, names))}")
     shared = private_only(figure, setting)
     mechs = [m for m in run["mechanisms"] if not mechanisms or m.label in mechanisms]
     by_extra: dict = {}
@@ -426,11 +437,15 @@ def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
     for m in mechs:
         own = run["per_mechanism"].get(m.label, {})
         groups.setdefault((m.label in shared, tuple(sorted(own.items()))), []).append(m)
-    return [Sweep(tuple(datasets[:1] if private else datasets), tuple(group),
+    def named(splits):
+        return tuple(d for d in splits if not datasets or d.name in datasets)
+
+    return [Sweep(named(splits[:1] if private else splits), tuple(group),
                   tuple(epsilons or run["epsilons"]), tuple(seeds or run["seeds"]),
                   dict(run["settings"], **dict(own), **dict(extra)), name=figure)
-            for extra, datasets in by_extra.items()
-            for (private, own), group in groups.items()]
+            for extra, splits in by_extra.items()
+            for (private, own), group in groups.items()
+            if named(splits[:1] if private else splits)]
 
 
 def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dict]:
@@ -514,9 +529,9 @@ def missing_runs(figure: str, setting: str, sweeps: list[Sweep], runs: pd.DataFr
     flag = " --setting paper" if setting == "paper" else ""
     return [dict(dataset=panel, mechanism=label, epsilon=eps, seeds=sorted(seeds),
                  **price(sources, panel, label, eps),
-                 command=f"python benchmarks/reproduce.py {figure}{flag} --mechanisms "
-                         f"{shlex.quote(label)} --epsilons {eps:g} --seeds "
-                         + " ".join(map(str, sorted(seeds))))
+                 command=f"python benchmarks/reproduce.py {figure}{flag} --datasets "
+                         f"{shlex.quote(panel)} --mechanisms {shlex.quote(label)} "
+                         f"--epsilons {eps:g} --seeds " + " ".join(map(str, sorted(seeds))))
             for (panel, label, eps), seeds in cells.items()]
 
 
@@ -673,6 +688,9 @@ def main() -> None:
     ap.add_argument("--workloads", nargs="+",
                     help="run only these panels' workloads (labels, e.g. all-3way target; "
                          "figures with workload panels)")
+    ap.add_argument("--datasets", nargs="+",
+                    help="run only these panels (names as in the figure's table, e.g. "
+                         "'adult, 50%% columns public'; --missing prints them)")
     ap.add_argument("--plot-only", action="store_true", help="plot what the store holds; run nothing")
     ap.add_argument("--missing", action="store_true",
                     help="list the setting's runs still to do, with commands, priced at the CPU "
@@ -688,7 +706,8 @@ def main() -> None:
     if args.missing:
         require_shared()
         entries = missing_runs(fig, setting, build_sweeps(
-            fig, args.mechanisms, args.seeds, args.epsilons, setting, args.workloads),
+            fig, args.mechanisms, args.seeds, args.epsilons, setting, args.workloads,
+            args.datasets),
             stored_runs(fig, setting), stored_runs(fig))
         for entry in entries:
             emit(bench=f"reproduce-{fig}-missing", setting=setting, **entry)
@@ -697,7 +716,7 @@ def main() -> None:
     if not args.plot_only:
         require_shared()
         sweeps = build_sweeps(fig, args.mechanisms, args.seeds, args.epsilons, setting,
-                              args.workloads)
+                              args.workloads, args.datasets)
         # GEM-Pub's public pre-training, shared by the figure's runs of both settings
         os.environ.setdefault(PRETRAIN_CACHE_ENV, str(folder(fig) / "store" / "pretrain_cache"))
         adopted = seed_store(fig, setting, store, build_sweeps(fig, setting=setting))

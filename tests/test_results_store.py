@@ -217,7 +217,7 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
     assert entries["gem", 1.0]["priced_at_epsilon"] == 0.3
     assert entries["mst", 1.0]["cpu_seconds_per_run"] is None      # never run anywhere
     assert entries["gem", 10.0]["cpu_seconds_per_run"] == 50.0
-    assert "--setting paper --mechanisms aim --epsilons 10 --seeds 0 1" in \
+    assert "--setting paper --datasets t --mechanisms aim --epsilons 10 --seeds 0 1" in \
         entries["aim", 10.0]["command"]
     # a label with a space reaches the command line quoted
     t5 = Sweep((DatasetSpec("t", data),), (MechanismSpec("gem-pub T=5", "gem-pub",
@@ -228,6 +228,28 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
     total = reproduce.missing_total(list(entries.values()))
     assert total == dict(runs=17, unpriced_runs=6,
                          cpu_seconds=10.0 * 3 + 40.0 * 2 + (30.0 * 2) * 2 + 50.0 * 2)
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "adult").exists(),
+                    reason="../shared/data/adult (the figures' data) is absent")
+def test_datasets_keeps_only_the_named_panels_runs():
+    """--datasets NAME: only that panel's jobs; a private-only mechanism (plain AIM on
+    the vertical paper grid, stored under the first split) runs only when the first
+    split is named; a name the figure lacks stops with the panels it has."""
+    import reproduce
+
+    def cells(datasets):
+        return sorted({(j.dataset.name, j.mechanism.label)
+                       for s in reproduce.build_sweeps("vertical-adult", ["aim", "vjam-pgm"],
+                                                       [0], [1.0], "paper", None, datasets)
+                       for j in s.jobs()})
+
+    half, quarter = "adult, 50% columns public", "adult, 25% columns public"
+    assert cells([half]) == [(half, "vjam-pgm")]
+    assert cells([quarter]) == [(quarter, "aim"), (quarter, "vjam-pgm")]
+    assert len(cells(None)) == 4                        # AIM once, vJAM-PGM per split
+    with pytest.raises(SystemExit, match="no panel named 'adult 50'.*'adult, 75% columns"):
+        cells(["adult 50"])
 
 
 @pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "adult").exists(),
