@@ -190,8 +190,10 @@ def cell_index(rows: list[dict]) -> dict[tuple, dict]:
     return {(r["dataset"], r["mechanism"], float(r["epsilon"])): r for r in rows}
 
 
-def epsilons_of(rows: list[dict]) -> list[float]:
-    return sorted({float(r["epsilon"]) for r in rows})
+def epsilons_of(rows: list[dict], grid=()) -> list[float]:
+    """The epsilons of the rows and of the figure's ``grid``: an epsilon of the grid
+    not yet run leaves its points missing, never out of the check."""
+    return sorted({float(r["epsilon"]) for r in rows} | {float(e) for e in grid})
 
 
 def datasets_of(rows: list[dict]) -> list[str]:
@@ -223,6 +225,10 @@ def render(check: dict) -> str:
         head += f" (holds at {check['points_holding']} of {check['points']} points"
         head += (f"; {len(check['missing'])} not yet run, which cannot change the verdict)"
                  if check["missing"] else ")")
+    elif check["verdict"] == MISSING and check["missing"]:
+        head += (f" (so far holds at {check['points_holding']} of {check['points']} points; "
+                 f"{len(check['missing'])} wait for runs)" if check["points"] else
+                 f" (each of its {len(check['missing'])} points waits for runs)")
     checkable = check["verdict"] != UNCHECKABLE
     lines = [f"{head}: \"{check['quote']}\" ({check['paper']})",
              f"  - {'checked' if checkable else 'compared'}: {check['comparison']}"
@@ -252,9 +258,9 @@ def render(check: dict) -> str:
 JAM = "JAM-PGM paper"
 
 
-def jam_adult(rows: list[dict]) -> list[Check]:
+def jam_adult(rows: list[dict], grid=()) -> list[Check]:
     """Section 5.1 (Figure 1) and the Discussion, on the four Adult splits."""
-    cells, eps, data = cell_index(rows), epsilons_of(rows), list(ADULT_SPLITS)
+    cells, eps, data = cell_index(rows), epsilons_of(rows, grid), list(ADULT_SPLITS)
     gem_pub = gem_pub_labels(rows, "adult")
     public, baselines = ("jam-pgm", "pmw-pub") + gem_pub, ("pmw-pub",) + gem_pub
     checks = [
@@ -369,12 +375,12 @@ def _best(cells: dict, dataset: str, eps: float, group) -> tuple[str, dict] | No
     return min(found, key=lambda mc: mc[1]["mean"])
 
 
-def jam_titanic(rows: list[dict]) -> list[Check]:
+def jam_titanic(rows: list[dict], grid=()) -> list[Check]:
     """Section 5.2 (Figure 2) and the Discussion, on Titanic."""
     cells, data = cell_index(rows), datasets_of(rows) or ["titanic"]
     gem_pub = gem_pub_labels(rows, "titanic")
     public, baselines = ("jam-pgm", "pmw-pub") + gem_pub, ("pmw-pub",) + gem_pub
-    eps = epsilons_of(rows)
+    eps = epsilons_of(rows, grid)
     upto = [e for e in eps if e <= 3.16]
     low = [e for e in eps if e <= 0.31]
     return [
@@ -449,9 +455,9 @@ def fraction_name(fraction: float) -> str:
     return f"adult, {int(fraction * 100)}% columns public"
 
 
-def vertical_adult(rows: list[dict]) -> list[Check]:
+def vertical_adult(rows: list[dict], grid=()) -> list[Check]:
     """Section 4.1 (Figure 2, Adult with 25/50/75% public columns)."""
-    cells, eps = cell_index(rows), epsilons_of(rows)
+    cells, eps = cell_index(rows), epsilons_of(rows, grid)
     f25, f50, f75 = (fraction_name(f) for f in (0.25, 0.5, 0.75))
     all_fracs = [f25, f50, f75]
     return [
@@ -526,9 +532,9 @@ REDUCED = "adult (red.), 75% columns public"
 REDUCED_VERTICAL = ("vjam-pgm", "vpmw", "vgem-pub")
 
 
-def vertical_reduced(rows: list[dict]) -> list[Check]:
+def vertical_reduced(rows: list[dict], grid=()) -> list[Check]:
     """Section 4.1 on Figure 1 (Adult (red.), 6 of its 8 columns public)."""
-    cells, eps = cell_index(rows), epsilons_of(rows)
+    cells, eps = cell_index(rows), epsilons_of(rows, grid)
     d = REDUCED
     others = ("aim", "vjam-pgm", "conditional-aim", "conditional-vjam-pgm", "vgem-pub")
     return [
@@ -600,12 +606,12 @@ def mean_ratio_point(cells: dict, dataset: str, eps, mech: str, base: str = "aim
                  f"{mech} / {base}", one, ratio, mech)
 
 
-def aim_panel(rows: list[dict], dataset: str, workload: str) -> list[Check]:
+def aim_panel(rows: list[dict], dataset: str, workload: str, grid=()) -> list[Check]:
     """The AIM paper's sec. 6.2 findings on one panel (``dataset`` is
     "<data>, <workload>"); on the target panel they are sec. 6.3 (1)'s ("All
     three high-level findings from the previous section are supported by these
     figures as well"), with sec. 6.3's own and the introduction's claim."""
-    cells, eps = cell_index(rows), epsilons_of(rows)
+    cells, eps = cell_index(rows), epsilons_of(rows, grid)
     sec = AIM_PANELS[workload]
     where = f"{AIM}, {sec}" + (" (1), restating sec. 6.2" if workload == "target" else "")
     key = f"{workload}:"
@@ -677,7 +683,7 @@ def aim_panel(rows: list[dict], dataset: str, workload: str) -> list[Check]:
     return checks
 
 
-def aim_figures(rows: list[dict]) -> list[Check]:
+def aim_figures(rows: list[dict], grid=()) -> list[Check]:
     """The AIM paper's Figures 1 and 2 claims on every (dataset, workload) panel
     in the rows (panels named "<data>, all-3way" and "<data>, target")."""
     out = []
@@ -685,7 +691,7 @@ def aim_figures(rows: list[dict]) -> list[Check]:
         workload = dataset.rsplit(", ", 1)[-1]
         if workload in AIM_PANELS:
             panel = [r for r in rows if r["dataset"] == dataset]
-            out += aim_panel(panel, dataset, workload)
+            out += aim_panel(panel, dataset, workload, grid)
     return out
 
 
@@ -694,8 +700,9 @@ CHECKS = {"jam-adult": jam_adult, "jam-titanic": jam_titanic, "vertical-adult": 
           "aim-titanic": aim_figures, "aim-adult": aim_figures}
 
 
-def findings(figure: str, rows: list[dict]) -> list[dict]:
+def findings(figure: str, rows: list[dict], grid=()) -> list[dict]:
     """Every checkable claim of the figure's paper on these rows, as dicts
-    (see :meth:`Check.record`); [] for a figure without claims."""
+    (see :meth:`Check.record`); [] for a figure without claims. ``grid``: the
+    epsilons the figure's setting runs; a point at one without rows is missing."""
     check = CHECKS.get(figure)
-    return [c.record() for c in check(rows)] if check else []
+    return [c.record() for c in check(rows, grid)] if check else []

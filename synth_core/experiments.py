@@ -51,6 +51,8 @@ RUN_COLUMNS = ["run_id", "sweep", "dataset", "mechanism", "mechanism_name", "eps
                "status", "workload_error", "workload_error_private", "rho", "rho_spent",
                "rounds", "seconds", "cpu_seconds", "peak_rss_mb", "error", "finished_at",
                "config", "code"]
+#: how a stored per-marginal row names its marginal: its columns joined by this
+MARGINAL_JOIN = " × "
 MARGINAL_COLUMNS = ["run_id", "dataset", "mechanism", "epsilon", "seed", "marginal", "error"]
 FINISHED, FAILED, STOPPED = "finished", "failed", "stopped"
 #: a sweep dataset's column choices (``Synthesizer.run`` keyword arguments of the same names)
@@ -496,7 +498,7 @@ def run_job(job: Job, *, should_stop: Callable[[], bool] = lambda: False,
            "seconds": time.perf_counter() - started, "cpu_seconds": _cpu_seconds() - cpu0,
            "peak_rss_mb": _peak_rss_mb(), "error": None, "finished_at": time.time()}
     marginals = [{"run_id": job.run_id, "dataset": d.name, "mechanism": m.label,
-                  "epsilon": cfg.epsilon, "seed": cfg.seed, "marginal": " × ".join(k),
+                  "epsilon": cfg.epsilon, "seed": cfg.seed, "marginal": MARGINAL_JOIN.join(k),
                   "error": float(v)} for k, v in per.items()]
     return row, marginals
 
