@@ -437,15 +437,17 @@ def build_sweeps(figure: str, mechanisms=None, seeds=None, epsilons=None,
     for m in mechs:
         own = run["per_mechanism"].get(m.label, {})
         groups.setdefault((m.label in shared, tuple(sorted(own.items()))), []).append(m)
-    def named(splits):
-        return tuple(d for d in splits if not datasets or d.name in datasets)
-
-    return [Sweep(named(splits[:1] if private else splits), tuple(group),
-                  tuple(epsilons or run["epsilons"]), tuple(seeds or run["seeds"]),
-                  dict(run["settings"], **dict(own), **dict(extra)), name=figure)
-            for extra, splits in by_extra.items()
-            for (private, own), group in groups.items()
-            if named(splits[:1] if private else splits)]
+    sweeps = []
+    for extra, splits in by_extra.items():
+        for (private, own), group in groups.items():
+            kept = tuple(d for d in (splits[:1] if private else splits)
+                         if not datasets or d.name in datasets)
+            if kept:
+                sweeps.append(Sweep(kept, tuple(group), tuple(epsilons or run["epsilons"]),
+                                    tuple(seeds or run["seeds"]),
+                                    dict(run["settings"], **dict(own), **dict(extra)),
+                                    name=figure))
+    return sweeps
 
 
 def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dict]:

@@ -93,14 +93,13 @@ def main() -> None:
     args = ap.parse_args()
     require_shared()
     splits = {d.name: tuple(d.public_columns) for d, _ in reproduce.panels(FIGURE)}
-    runs = reproduce.figure_store(FIGURE, SETTING).runs()
+    store = reproduce.figure_store(FIGURE, SETTING)
+    runs = store.runs()
     if args.epsilons:
         runs = runs[runs["epsilon"].isin(args.epsilons)]
-    rows = run_parts(reproduce.figure_store(FIGURE, SETTING), runs, splits,
-                     reproduce.private_only(FIGURE, SETTING))
+    rows = run_parts(store, runs, splits, reproduce.private_only(FIGURE, SETTING))
     if not rows:
-        raise SystemExit(f"no finished run with per-marginal errors in "
-                         f"{reproduce.figure_store(FIGURE, SETTING).root}: run "
+        raise SystemExit(f"no finished run with per-marginal errors in {store.root}: run "
                          f"`reproduce.py {FIGURE} --setting {SETTING}` first (nothing written)")
     for row in rows:
         emit(bench="vertical-error-parts", **row)
