@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,9 +49,8 @@ def with_neighbours(job: Job, neighbours: str) -> Job:
 def aim_jobs(epsilons, seeds) -> list[Job]:
     """The vertical paper setting's plain-AIM jobs (one split: AIM reads only the
     private table), under Conditional AIM's relation."""
-    (sweep,) = [s for s in reproduce.build_sweeps("vertical-adult", mechanisms=["aim"],
-                                                  seeds=seeds, epsilons=epsilons,
-                                                  setting="paper")]
+    (sweep,) = reproduce.build_sweeps("vertical-adult", mechanisms=["aim"], seeds=seeds,
+                                      epsilons=epsilons, setting="paper")
     return [with_neighbours(job, BOUNDED) for job in sweep.jobs()]
 
 
@@ -94,6 +94,8 @@ def main() -> None:
                     help="print the comparison from this file's lines; run nothing")
     args = ap.parse_args()
     if args.summary:
+        if not args.summary.is_file():
+            sys.exit(f"--summary: no file {args.summary} (give this benchmark's JSON lines)")
         rows = [json.loads(line) for line in args.summary.read_text().splitlines() if line]
         for record in summary([r for r in rows if r.get("bench") == "vertical-neighbours"]):
             emit(bench="vertical-neighbours-summary", dataset=reproduce.vertical_name(0.25),
