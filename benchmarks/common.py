@@ -1,5 +1,5 @@
 """Shared helpers for the benchmarks: the read-only data beside the checkout,
-resource readings, and JSON-lines output."""
+resource readings, a figure's job with other run fields, and JSON-lines output."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import resource
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,12 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024.0
     return -1.0
+
+
+def with_run_fields(job, **fields):
+    """A sweep job (``synth_core.experiments.Job``) with these ``RunConfig`` fields
+    changed and all else the same; its ``run_id`` differs, so a store keeps both."""
+    return replace(job, config=replace(job.config, **fields))
 
 
 def emit(**record) -> None:

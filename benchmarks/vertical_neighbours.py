@@ -30,20 +30,14 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import paper_findings
 import reproduce
-from common import emit, require_shared, seed_sd
+from common import emit, require_shared, seed_sd, with_run_fields
 
 from synth_core.experiments import Job, run_job
 from synth_core.mechanisms.base import BOUNDED
-
-
-def with_neighbours(job: Job, neighbours: str) -> Job:
-    """The figure's job under ``neighbours`` instead of the setting's relation."""
-    return Job(job.sweep, job.dataset, job.mechanism, replace(job.config, neighbours=neighbours))
 
 
 def aim_jobs(epsilons, seeds) -> list[Job]:
@@ -51,7 +45,7 @@ def aim_jobs(epsilons, seeds) -> list[Job]:
     private table), under Conditional AIM's relation."""
     (sweep,) = reproduce.build_sweeps("vertical-adult", mechanisms=["aim"], seeds=seeds,
                                       epsilons=epsilons, setting="paper")
-    return [with_neighbours(job, BOUNDED) for job in sweep.jobs()]
+    return [with_run_fields(job, neighbours=BOUNDED) for job in sweep.jobs()]
 
 
 def cell(errors) -> dict:

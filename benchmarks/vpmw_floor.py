@@ -14,17 +14,11 @@ measures them; the runs share one process).
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 import reproduce
-from common import emit, require_shared
+from common import emit, require_shared, with_run_fields
 
-from synth_core.experiments import Job, run_job
-
-
-def with_rounds(job: Job, rounds: int) -> Job:
-    """The figure's job with ``rounds`` rounds instead of the setting's T."""
-    return Job(job.sweep, job.dataset, job.mechanism, replace(job.config, rounds=rounds))
+from synth_core.experiments import run_job
 
 
 def main() -> None:
@@ -42,7 +36,7 @@ def main() -> None:
             for j in sweep.jobs() if j.dataset.name in splits]
     for job in jobs:
         for rounds in args.rounds:
-            row, _ = run_job(with_rounds(job, rounds))
+            row, _ = run_job(with_run_fields(job, rounds=rounds))
             emit(bench="vpmw-floor", dataset=job.dataset.name, epsilon=args.epsilon,
                  seed=job.config.seed, rounds=rounds, status=row["status"],
                  workload_error=row["workload_error"], cpu_seconds=row["cpu_seconds"])

@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import reproduce  # noqa: E402
-import vpmw_floor  # noqa: E402
+import vpmw_floor  # noqa: E402,F401  (the benchmark imports)
+from common import with_run_fields  # noqa: E402
 
 FOLDER = ROOT / "benchmarks" / "results" / "vertical_adult" / "paper_setting"
 
@@ -29,7 +30,7 @@ def _jobs():
 def test_a_floor_job_is_the_figures_job_with_only_its_rounds_changed():
     job = _jobs()[0]
     assert job.config.rounds == 100          # the paper setting's T
-    floor = vpmw_floor.with_rounds(job, 7)
+    floor = with_run_fields(job, rounds=7)
     assert floor.config.with_option_overrides().rounds == 7
     assert floor.config.mechanism_options()["rounds"] == 7
     # everything else is the figure's, and the run has its own id (a store keeps both)
