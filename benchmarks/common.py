@@ -83,3 +83,11 @@ def seed_sd(values) -> float | None:
     seed): the spread that benchmarks/paper_findings.py's Welch test reads."""
     values = list(values)
     return statistics.stdev(values) if len(values) > 1 else None
+
+
+def seed_cell(values) -> dict:
+    """A figure's cell from its runs' values, one per seed: ``seeds``, ``mean``, ``min``,
+    ``max`` and ``sd`` (:func:`seed_sd`), as benchmarks/paper_findings.py reads cells."""
+    values = [float(v) for v in values]
+    return {"seeds": len(values), "mean": statistics.mean(values), "min": min(values),
+            "max": max(values), "sd": seed_sd(values)}

@@ -69,7 +69,7 @@ from pathlib import Path
 
 import pandas as pd
 import paper_findings
-from common import DATA, ROOT, emit, require_shared, seed_sd
+from common import DATA, ROOT, emit, require_shared, seed_cell
 
 from synth_core.experiments import (FINISHED, RUN_COLUMNS, DatasetSpec, MechanismSpec,
                                     ResultStore, Sweep, run_sweep)
@@ -476,9 +476,7 @@ def table(figure: str, runs: pd.DataFrame, setting: str = "default") -> list[dic
         vals = [float(v) for v in g[metric] if v is not None]
         if not vals:
             continue
-        row = {"mechanism": mech, "epsilon": float(eps), "seeds": len(vals),
-               "mean": statistics.mean(vals), "min": min(vals), "max": max(vals),
-               "sd": seed_sd(vals),
+        row = {"mechanism": mech, "epsilon": float(eps), **seed_cell(vals),
                "cpu_seconds": statistics.mean(float(c) for c in g["cpu_seconds"])}
         shown_in = datasets if mech in private_only(figure, setting) else [data]
         rows += [dict(row, dataset=d) for d in shown_in]

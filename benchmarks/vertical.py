@@ -84,7 +84,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import DATA, ROOT, cpu_seconds, emit, peak_rss_mb, require_shared, seed_sd
+from common import DATA, ROOT, cpu_seconds, emit, peak_rss_mb, require_shared, seed_cell
 
 PUBLIC_ORDER = ["sex", "race", "age", "native-country", "marital-status", "relationship",
                 "education", "education-num", "workclass", "occupation", "hours-per-week",
@@ -460,11 +460,8 @@ def figure_rows(paths: list[Path], field: str = "error_private") -> list[dict]:
         if "@" not in r["mechanism"]:
             name = f"adult, {int(r['public_fraction'] * 100)}% columns public"
             groups.setdefault((name, r["mechanism"], r["epsilon"]), []).append(r)
-    return [{"dataset": d, "mechanism": m, "epsilon": e, "seeds": len(rs),
-             "mean": statistics.mean(x[field] for x in rs),
-             "min": min(x[field] for x in rs),
-             "max": max(x[field] for x in rs),
-             "sd": seed_sd(x[field] for x in rs),
+    return [{"dataset": d, "mechanism": m, "epsilon": e,
+             **seed_cell(x[field] for x in rs),
              "cpu_seconds": statistics.mean(x["cpu_seconds"] for x in rs)}
             for (d, m, e), rs in sorted(groups.items())]
 

@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 import paper_findings
 import reproduce
-from common import emit, require_shared, seed_sd, with_run_fields
+from common import emit, require_shared, seed_cell, with_run_fields
 
 from synth_core.experiments import Job, run_job
 from synth_core.mechanisms.base import BOUNDED
@@ -48,12 +47,6 @@ def aim_jobs(epsilons, seeds) -> list[Job]:
     return [with_run_fields(job, neighbours=BOUNDED) for job in sweep.jobs()]
 
 
-def cell(errors) -> dict:
-    """A cell as benchmarks/paper_findings.py reads it: seed mean, sample sd, seeds."""
-    errors = list(errors)
-    return {"mean": statistics.mean(errors), "sd": seed_sd(errors), "seeds": len(errors)}
-
-
 def summary(rows: list[dict]) -> list[dict]:
     """Per epsilon of ``rows`` (this benchmark's lines): plain AIM (the figure's, add/remove),
     plain AIM under bounded, and Conditional AIM at 25% public columns, on W, with
@@ -65,7 +58,7 @@ def summary(rows: list[dict]) -> list[dict]:
     out = []
     for eps in sorted({r["epsilon"] for r in rows if r["status"] == "finished"}):
         cells = {"aim": figure[(split, "aim", eps)],
-                 "aim bounded": cell(r["workload_error"] for r in rows
+                 "aim bounded": seed_cell(r["workload_error"] for r in rows
                                      if r["epsilon"] == eps and r["status"] == "finished"),
                  "conditional-aim": figure[(split, "conditional-aim", eps)]}
         cond = cells["conditional-aim"]

@@ -1,7 +1,7 @@
 """benchmarks/vertical_neighbours.py: its jobs are the vertical paper setting's plain-AIM
-jobs with only the neighbour relation changed, and under that relation the noise and the
-selection are Conditional AIM's (so the comparison it makes isolates conditional
-generation)."""
+jobs with only the neighbour relation changed, to the one Conditional AIM runs under (so
+the comparison it makes isolates conditional generation); its committed rows and summary
+are what the docs quote."""
 
 from __future__ import annotations
 
@@ -39,8 +39,6 @@ def test_a_job_is_the_figures_aim_job_with_only_its_neighbours_changed():
     (cond,) = reproduce.build_sweeps("vertical-adult", ["conditional-aim"], [0], [10.0],
                                      "paper", datasets=[mine[0].dataset.name])
     assert {j.config.neighbours for j in cond.jobs()} == {"bounded"}
-
-
 
 
 def _lines() -> tuple[list[dict], list[dict]]:
