@@ -520,7 +520,8 @@ def missing_runs(figure: str, setting: str, sweeps: list[Sweep], runs: pd.DataFr
     """The jobs of ``sweeps`` without a finished run in ``runs`` (the setting's): one
     entry per (panel, mechanism label, epsilon) with the seeds left and the command that
     runs them, priced by :func:`price` from the finished runs of the setting and of the
-    default setting (``cpu_seconds_per_run``, ``priced_at_epsilon``, ``priced_from``)."""
+    default setting (``cpu_seconds_per_run``, ``priced_at_epsilon``, ``priced_from``,
+    ``scaled_by``)."""
     done = set(finished_runs(runs)["run_id"])
     cells: dict = {}
     for job in (j for sweep in sweeps for j in sweep.jobs() if j.run_id not in done):
@@ -538,22 +539,32 @@ def missing_runs(figure: str, setting: str, sweeps: list[Sweep], runs: pd.DataFr
 
 def price(sources: dict, panel: str, label: str, eps: float) -> dict:
     """The mean CPU seconds of ``label``'s finished runs at the epsilon nearest ``eps`` on
-    a log scale, over every source (setting name -> finished runs), the first source
-    winning a tie; runs of the same panel only, where the source has any. A rough price
-    where the settings differ (the vertical paper's T = 100) and where the runs are of
-    older code. ``None`` when no source has run the label."""
-    best = None
+    a log scale, over every source (setting name -> finished runs, the setting being
+    priced first), the first source winning a tie; runs of the same panel only, where the
+    source has any. A price taken from another source is scaled by the CPU ratio of the
+    first source to it at their common epsilon nearest ``eps`` (``scaled_by``, ``None``
+    when unscaled): the vertical paper's T = 100 runs vJAM-PGM about 8 times longer than
+    the default's T = 30. Rough where the ratio changes with epsilon and where the runs
+    are of older code. ``None`` prices when no source has run the label."""
+    means = {}
     for name, frame in sources.items():
         mine = frame[frame["mechanism"] == label]
         if "dataset" in mine and (mine["dataset"] == panel).any():
             mine = mine[mine["dataset"] == panel]
-        for e, cpu in mine.groupby("epsilon")["cpu_seconds"]:
-            distance = abs(math.log(e / eps))
-            if best is None or distance < best[0]:
-                best = (distance, name, float(e), float(cpu.mean()))
-    if best is None:
-        return dict(cpu_seconds_per_run=None, priced_at_epsilon=None, priced_from=None)
-    return dict(cpu_seconds_per_run=best[3], priced_at_epsilon=best[2], priced_from=best[1])
+        means[name] = {float(e): float(cpu.mean())
+                       for e, cpu in mine.groupby("epsilon")["cpu_seconds"]}
+    candidates = [(abs(math.log(e / eps)), order, name, e)
+                  for order, (name, by_eps) in enumerate(means.items()) for e in by_eps]
+    if not candidates:
+        return dict(cpu_seconds_per_run=None, priced_at_epsilon=None, priced_from=None,
+                    scaled_by=None)
+    _, _, name, e = min(candidates)
+    own = next(iter(means))
+    common = sorted(set(means[own]) & set(means[name]), key=lambda c: abs(math.log(c / eps)))
+    scale = means[own][common[0]] / means[name][common[0]] if name != own and common \
+        else None
+    return dict(cpu_seconds_per_run=means[name][e] * (scale or 1.0), priced_at_epsilon=e,
+                priced_from=name, scaled_by=scale)
 
 
 def finished_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -695,8 +706,9 @@ def main() -> None:
     ap.add_argument("--plot-only", action="store_true", help="plot what the store holds; run nothing")
     ap.add_argument("--missing", action="store_true",
                     help="list the setting's runs still to do, with commands, priced at the CPU "
-                         "seconds of the mechanism's finished runs (this setting's or the "
-                         "default setting's) at the nearest epsilon; run nothing")
+                         "seconds of the mechanism's finished runs at the nearest epsilon "
+                         "(this setting's, or the default setting's scaled by the two "
+                         "settings' CPU ratio where both ran it); run nothing")
     ap.add_argument("--in-process", action="store_true",
                     help="run in this process instead of one process per run")
     args = ap.parse_args()

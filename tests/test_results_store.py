@@ -179,7 +179,8 @@ def test_a_sweep_starts_from_the_runs_already_made(tmp_path, monkeypatch):
 def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
     """--missing: the jobs without a finished run, per (panel, label, epsilon), priced
     at the label's finished runs at the nearest epsilon (log scale) over the setting's
-    and the default setting's runs (the setting's on a tie); unpriced when never run."""
+    and the default setting's runs (the setting's on a tie), a default price scaled by
+    the two settings' CPU ratio where both ran the label; unpriced when never run."""
     import pandas as pd
 
     import reproduce
@@ -201,19 +202,22 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
                             dict(mechanism="gem", epsilon=10.0, cpu_seconds=50.0),
                             dict(mechanism="gem", epsilon=10.0, cpu_seconds=1e6, failed=True),
                             dict(mechanism="aim", epsilon=10.0, cpu_seconds=40.0),
-                            dict(mechanism="aim", epsilon=1.0, cpu_seconds=1e6)])
+                            dict(mechanism="aim", epsilon=1.0, cpu_seconds=5.0)])
     entries = {(e["mechanism"], e["epsilon"]): e
                for e in reproduce.missing_runs("jam-titanic", "paper", [sweep], runs, default)}
     assert entries["aim", 1.0]["seeds"] == [1] and entries["aim", 10.0]["seeds"] == [0, 1]
     # the nearest epsilon wins whichever setting ran it; the setting's own on a tie;
-    # a failed run never prices
+    # a failed run never prices; a default price of a label the setting also ran is
+    # scaled by the two settings' ratio at their common epsilon (aim at 1: 10 / 5)
     assert [entries["aim", e]["cpu_seconds_per_run"] for e in (0.1, 1.0, 10.0)] == \
-        [10.0, 10.0, 40.0]
+        [10.0, 10.0, 40.0 * 2]
     assert [entries["aim", e]["priced_from"] for e in (0.1, 1.0, 10.0)] == \
         ["paper", "paper", "default"]
+    assert [entries["aim", e]["scaled_by"] for e in (0.1, 1.0, 10.0)] == [None, None, 2.0]
     assert entries["aim", 0.1]["priced_at_epsilon"] == 1.0
     assert entries["gem", 1.0]["priced_from"] == "default"
-    assert entries["gem", 1.0]["cpu_seconds_per_run"] == 30.0
+    assert entries["gem", 1.0]["cpu_seconds_per_run"] == 30.0    # the setting ran no gem
+    assert entries["gem", 1.0]["scaled_by"] is None
     assert entries["gem", 1.0]["priced_at_epsilon"] == 0.3
     assert entries["mst", 1.0]["cpu_seconds_per_run"] is None      # never run anywhere
     assert entries["gem", 10.0]["cpu_seconds_per_run"] == 50.0
@@ -227,7 +231,7 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
     assert args[args.index("--mechanisms") + 1] == "gem-pub T=5"
     total = reproduce.missing_total(list(entries.values()))
     assert total == dict(runs=17, unpriced_runs=6,
-                         cpu_seconds=10.0 * 3 + 40.0 * 2 + (30.0 * 2) * 2 + 50.0 * 2)
+                         cpu_seconds=10.0 * 3 + 80.0 * 2 + (30.0 * 2) * 2 + 50.0 * 2)
 
 
 @pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "adult").exists(),
