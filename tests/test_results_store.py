@@ -234,6 +234,24 @@ def test_missing_runs_lists_what_is_left_with_its_price(tmp_path):
                          cpu_seconds=10.0 * 3 + 80.0 * 2 + (30.0 * 2) * 2 + 50.0 * 2)
 
 
+def test_a_default_price_is_scaled_at_the_common_epsilon_nearest_the_one_priced():
+    """The CPU ratio that scales a default-setting price is the one at the epsilon both
+    settings ran nearest the epsilon priced (here 10, not 0.1), since the ratio moves
+    with epsilon (vJAM-PGM at T = 100 against T = 30: 3.9 at 0.1, 8.4 at 10)."""
+    import pandas as pd
+
+    import reproduce
+
+    frame = lambda cpu: pd.DataFrame([dict(mechanism="m", epsilon=e, cpu_seconds=c)
+                                      for e, c in cpu.items()])
+    sources = {"paper": frame({0.1: 2.0, 10.0: 100.0}),
+               "default": frame({0.1: 1.0, 1.0: 10.0, 10.0: 20.0})}
+    priced = reproduce.price(sources, "panel", "m", 3.0)   # nearest run: default's at 1
+    assert (priced["priced_from"], priced["priced_at_epsilon"]) == ("default", 1.0)
+    assert priced["scaled_by"] == 100.0 / 20.0
+    assert priced["cpu_seconds_per_run"] == 10.0 * 5.0
+
+
 @pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "adult").exists(),
                     reason="../shared/data/adult (the figures' data) is absent")
 def test_datasets_keeps_only_the_named_panels_runs():
