@@ -543,9 +543,10 @@ def price(sources: dict, panel: str, label: str, eps: float) -> dict:
     priced first), the first source winning a tie; runs of the same panel only, where the
     source has any. A price taken from another source is scaled by the CPU ratio of the
     first source to it at their common epsilon nearest ``eps`` (``scaled_by``, ``None``
-    when unscaled): the vertical paper's T = 100 runs vJAM-PGM about 8 times longer than
-    the default's T = 30. Rough where the ratio changes with epsilon and where the runs
-    are of older code. ``None`` prices when no source has run the label."""
+    when unscaled): vJAM-PGM at the vertical paper's T = 100 takes 3.9 to 8.4 times the
+    CPU of the default's T = 30, depending on epsilon, so the price stays rough, and
+    rougher where the runs are of older code. ``None`` prices when no source has run
+    the label."""
     means = {}
     for name, frame in sources.items():
         mine = frame[frame["mechanism"] == label]

@@ -59,7 +59,7 @@ def summary(rows: list[dict]) -> list[dict]:
     for eps in sorted({r["epsilon"] for r in rows if r["status"] == "finished"}):
         cells = {"aim": figure[(split, "aim", eps)],
                  "aim bounded": seed_cell(r["workload_error"] for r in rows
-                                     if r["epsilon"] == eps and r["status"] == "finished"),
+                                          if r["epsilon"] == eps and r["status"] == "finished"),
                  "conditional-aim": figure[(split, "conditional-aim", eps)]}
         cond = cells["conditional-aim"]
         out.append({"epsilon": eps,
