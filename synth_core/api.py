@@ -26,7 +26,7 @@ import pandas as pd
 from .backends.counting import prefetch
 from .backends.inputs import own_public_codes
 from .backends.inputs import prepare_inputs as prepare_backend_inputs
-from .conditional import split_columns
+from .conditional import shuffled_records, split_columns
 from .engine import Engine, Measurement, PreparedData, RoundEvent
 from .errors import ConfigError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
@@ -582,6 +582,11 @@ class Synthesizer:
             # each record keeps its own public values (not a value redrawn inside their bin)
             for c in conditional_on:
                 synthetic[c] = inputs.public_values[c].to_numpy()
+        if conditional_on:
+            # records come out in the private table's row order, each with its own public
+            # values; that order can depend on private values (a file sorted or grouped by a
+            # private column), so the release's records are put in a random order
+            codes, synthetic = shuffled_records(rng, codes, synthetic)
         run_warnings = mechanism.run_warnings()
         for message in run_warnings:
             warnings.warn(message, RunWarning, stacklevel=2)

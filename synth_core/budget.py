@@ -76,6 +76,28 @@ def table_fingerprint(data) -> str:
     return h.hexdigest()
 
 
+def fingerprint_source(data) -> str:
+    """What :func:`table_fingerprint` hashes for ``data``: ``"file bytes"`` for a path
+    (the engine backends count a file on disk), ``"table content"`` for a DataFrame
+    (the memory backend's loaded table). The two never match for one table."""
+    return "file bytes" if isinstance(data, (str, Path)) else "table content"
+
+
+def table_label(data, name: str | None = None) -> str:
+    """The label a new account gets for a table: ``name`` when given, else a file's
+    name without its folders (the label goes into release reports; a path would tell
+    where the curator keeps the private table), else "table"."""
+    if name:
+        return str(name)
+    if isinstance(data, (str, Path)):
+        return Path(data).name
+    return "table"
+
+
+class AccountExistsError(ConfigError):
+    """:meth:`BudgetAccount.create` found an account at its path (never replaced)."""
+
+
 @dataclass
 class BudgetCharge:
     """One run's entry in an account: reserved before it started, settled after."""
@@ -169,12 +191,15 @@ class BudgetAccount:
 
     @classmethod
     def create(cls, path, *, label: str, fingerprint: str, total_rho: float | None = None,
-               epsilon: float | None = None, delta: float | None = None) -> "BudgetAccount":
-        """A new account at ``path`` for the table with ``fingerprint``.
+               epsilon: float | None = None, delta: float | None = None,
+               fingerprint_of: str | None = None) -> "BudgetAccount":
+        """A new account at ``path`` for the table with ``fingerprint``
+        (``fingerprint_of``: what was hashed, :func:`fingerprint_source`).
 
         The cap is ``total_rho``, or ``rho_from_epsilon_delta(epsilon, delta)``
         (the largest rho whose exact conversion gives (epsilon, delta)-DP).
-        Refuses to replace an existing account (its history would be lost).
+        Refuses to replace an existing account (its history would be lost):
+        :class:`AccountExistsError`.
         """
         if (total_rho is None) == (epsilon is None):
             raise ConfigError("Give the total budget either as rho or as epsilon and delta.")
@@ -188,7 +213,7 @@ class BudgetAccount:
         path = Path(path)
         account = cls(path, {
             "format": ACCOUNT_FORMAT, "label": str(label), "fingerprint": str(fingerprint),
-            "total_rho": total_rho,
+            "fingerprint_of": fingerprint_of, "total_rho": total_rho,
             "cap": {"epsilon": epsilon, "delta": delta} if epsilon is not None else None,
             "created": _now(), "charges": []})
         account.lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,21 +221,39 @@ class BudgetAccount:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 if path.exists():
-                    raise ConfigError(f"A budget account already exists at '{path}'.",
-                                      hint="Open it instead; its total and history are kept.",
-                                      path=str(path))
+                    raise AccountExistsError(
+                        f"A budget account already exists at '{path}'.",
+                        hint="Open it instead; its total and history are kept.", path=str(path))
                 account._write()
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
         return account
 
-    def check_table(self, fingerprint: str) -> None:
-        """ConfigError unless the account belongs to the table with ``fingerprint``."""
-        if fingerprint != self._state["fingerprint"]:
-            raise ConfigError(f"The budget account '{self.path}' ({self.label}) belongs to "
-                              "another table (its content differs).",
-                              hint="Use the account of this table, or create one for it.",
-                              path=str(self.path))
+    def check_table(self, fingerprint: str, fingerprint_of: str | None = None) -> None:
+        """ConfigError unless the account belongs to the table with ``fingerprint``
+        (``fingerprint_of``: what was hashed; a file's bytes and a loaded table's
+        content never match, so a mismatch between the two says so)."""
+        if fingerprint == self._state["fingerprint"]:
+            return
+        made_from = self._state.get("fingerprint_of")
+        double = ("A second account for the same table would give it a second total budget: "
+                  "do not create one.")
+        if fingerprint_of and made_from and fingerprint_of != made_from:
+            backends = {"table content": "--backend memory",
+                        "file bytes": "--backend duckdb or spark"}
+            raise ConfigError(
+                f"The budget account '{self.path}' ({self.label}) knows its table by the "
+                f"{made_from}, and this run reads the {fingerprint_of}, so it cannot tell "
+                "whether they are the same table.",
+                hint=f"Run with {backends.get(made_from, 'the backend it was made with')}, as "
+                     f"the runs that made the account did. {double}", path=str(self.path))
+        known = "" if made_from else (" (or it was made by a run with another --backend: "
+                                      "memory hashes the loaded table, duckdb and spark the "
+                                      "file's bytes)")
+        raise ConfigError(f"The budget account '{self.path}' ({self.label}) belongs to "
+                          f"another table: the content differs{known}.",
+                          hint=f"Use the account of this table. {double}",
+                          path=str(self.path))
 
     # ---------------------------------------------------------------- state
 
@@ -258,6 +301,14 @@ class BudgetAccount:
             text = (f"One run of epsilon up to {cdp_epsilon(self.remaining, delta):.4g} "
                     f"(at delta = {delta:g}) still fits, or fewer runs. " + text)
         return text
+
+    def total_text(self) -> str:
+        """The total, as it was set: epsilon at delta (and rho), or rho."""
+        cap = self._state.get("cap") or {}
+        if cap.get("epsilon") is not None:
+            return (f"epsilon {cap['epsilon']:g} at delta {cap['delta']:g} "
+                    f"(rho = {self.total_rho:.6g})")
+        return f"rho = {self.total_rho:.6g}"
 
     def left_text(self, delta: float | None = None) -> str:
         """What is left, in rho (and in epsilon at ``delta``, or at the cap's delta)."""
@@ -393,18 +444,37 @@ def charged_run(account: BudgetAccount, synth, start):
 
 
 def open_for_table(path, *, fingerprint: str, label: str, epsilon: float | None = None,
-                   delta: float | None = None) -> BudgetAccount:
+                   delta: float | None = None,
+                   fingerprint_of: str | None = None) -> BudgetAccount:
     """The account at ``path`` for the table with ``fingerprint``: opened (and
     checked to belong to it) if the file exists, else created with a total of
-    (epsilon, delta); ConfigError if it does not exist and no total is given."""
+    (epsilon, delta); ConfigError if it does not exist and no total is given,
+    or if it exists with another total than (epsilon, delta) (a total is never
+    changed). Two processes creating it at once: one creates, the other opens."""
     path = Path(path)
-    if path.exists():
+
+    def opened() -> BudgetAccount:
         account = BudgetAccount.open(path)
-        account.check_table(fingerprint)
+        account.check_table(fingerprint, fingerprint_of)
+        if epsilon is not None and delta is not None:
+            asked = rho_from_epsilon_delta(float(epsilon), float(delta))
+            if not math.isclose(asked, account.total_rho, rel_tol=1e-9):
+                raise ConfigError(
+                    f"The budget account '{path}' ({account.label}) has a total of "
+                    f"{account.total_text()}; a total of epsilon {epsilon:g} "
+                    f"(delta {delta:g}) was asked for, and an account's total is never changed.",
+                    hint="Leave out --budget-total-epsilon to use the account as it is.",
+                    path=str(path))
         return account
+
+    if path.exists():
+        return opened()
     if epsilon is None:
         raise ConfigError(f"There is no budget account at '{path}' yet.",
                           hint="Create it by giving the table's total budget, e.g. "
                                "--budget-total-epsilon 5 (with --budget-delta).", path=str(path))
-    return BudgetAccount.create(path, label=label, fingerprint=fingerprint, epsilon=epsilon,
-                                delta=delta)
+    try:
+        return BudgetAccount.create(path, label=label, fingerprint=fingerprint, epsilon=epsilon,
+                                    delta=delta, fingerprint_of=fingerprint_of)
+    except AccountExistsError:   # another process created it in the meantime
+        return opened()

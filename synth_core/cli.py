@@ -261,9 +261,15 @@ def _add_budget_arguments(run) -> None:
                              "it before the run starts, and the run refused when the table's "
                              "total would be passed; created if missing (needs "
                              "--budget-total-epsilon); an existing account must belong to this "
-                             "table (same content)")
+                             "table (same content, read by the same kind of --backend: memory "
+                             "hashes the loaded table, duckdb and spark the file's bytes)")
     budget.add_argument("--budget-total-epsilon", type=float, metavar="E",
-                        help="with a new --budget-file: the table's total epsilon")
+                        help="with a new --budget-file: the table's total epsilon (an existing "
+                             "account's total is never changed: a different one is refused)")
+    budget.add_argument("--budget-label", metavar="TEXT",
+                        help="with a new --budget-file: the table's name in the account and in "
+                             "release reports (default: the sample's name, or the data file's "
+                             "name without its folders)")
     budget.add_argument("--budget-delta", type=float, metavar="D",
                         help="with a new --budget-file: the total's delta (default: --delta)")
 
@@ -276,15 +282,15 @@ def _budget_account(args, data, data_name):
         return None, data, data_name
     import pandas as pd
 
-    from .budget import open_for_table, table_fingerprint
+    from .budget import fingerprint_source, open_for_table, table_fingerprint, table_label
     from .tables import load_table
+    label = table_label(args.data, args.budget_label or args.sample)
     if args.backend == "memory" and not isinstance(data, pd.DataFrame):
         data, data_name = load_table(data), data_name or Path(data).name
-    label = args.sample or str(args.data)
     account = open_for_table(args.budget_file, fingerprint=table_fingerprint(data), label=label,
                              epsilon=args.budget_total_epsilon,
                              delta=args.budget_delta if args.budget_delta is not None
-                             else args.delta)
+                             else args.delta, fingerprint_of=fingerprint_source(data))
     return account, data, data_name
 
 
@@ -381,6 +387,18 @@ def _identifier_warnings(args, data, schema, data_name):
     return data, data_name
 
 
+def _check_inputs_exist(args) -> None:
+    """DataError naming the option whose file does not exist (--data, --public,
+    --schema), before anything is read."""
+    from .errors import DataError
+    for flag, path in (("--data", args.data), ("--public", args.public),
+                       ("--schema", args.schema)):
+        if path and not Path(path).exists():
+            raise DataError(f"{flag}: file '{path}' not found.",
+                            hint=f"Check the path; a relative path is read from the current "
+                                 f"folder ({Path.cwd()}).", path=str(path))
+
+
 def _run(args) -> int:
     from .api import RunConfig, Synthesizer, check_outputs, load_sample
     from .tables import set_max_input_mb
@@ -389,8 +407,9 @@ def _run(args) -> int:
     if bool(args.data) == bool(args.sample):
         raise SynthError("Give exactly one of --data PATH or --sample NAME.",
                          hint="'synth samples' lists the bundled samples.")
-    # before any budget is spent: every output can be written
+    # before any budget is spent: every output can be written, every input exists
     check_outputs(out=args.out, report=args.report, diagnostics=args.diagnostics)
+    _check_inputs_exist(args)
     public, schema = args.public, args.schema
     data_name = public_name = None
     if args.sample:

@@ -341,10 +341,26 @@ class ConditionalSetup:
         }
 
 
+def shuffled_records(rng: np.random.Generator,
+                     *tables: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
+    """The tables' rows in one uniformly random order, the same for every table.
+
+    Conditional generation produces its records in the private table's row order,
+    record ``i`` with record ``i``'s public values. That order is private
+    information whenever it depends on private values (a file sorted, grouped or
+    appended by a private column): the position of a public value would then
+    tell what the private column is there. A release therefore carries its
+    records in a random order, drawn from the run's data-independent ``rng``.
+    """
+    order = rng.permutation(len(tables[0]))
+    return tuple(t.iloc[order].reset_index(drop=True) for t in tables)
+
+
 def generate_conditionally(model: FittedModel, codes: pd.DataFrame, public: Sequence[str],
                            rng: np.random.Generator,
                            method: str = CONDITIONAL_SAMPLING) -> pd.DataFrame:
-    """Synthetic codes: each record's public codes kept, its private codes drawn from the model."""
+    """Synthetic codes: each record's public codes kept, its private codes drawn from the
+    model, in the records' order (a release shuffles them: :func:`shuffled_records`)."""
     public_codes = {c: codes[c].to_numpy() for c in public}
     if isinstance(model, PatternModel):
         drawn = generate_from_patterns(model, public_codes, rng, method)

@@ -133,9 +133,13 @@ class RoundEvent:
         return self.rho_select + self.rho_measure
 
     def to_release(self) -> dict:
-        """The releasable part of the event (no curator-only values)."""
+        """The releasable part of the event: without the curator's scores, and without
+        ``seconds`` (a round's time grows with the private table's size, which is not
+        public under unbounded DP, and with its fit's work; timings stay in the live
+        events and the curator's files)."""
         out = asdict(self)
         out.pop("curator")
+        out.pop("seconds")
         out["cliques"] = [list(c) for c in self.cliques]
         return out
 

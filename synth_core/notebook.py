@@ -417,12 +417,14 @@ if SCHEMA is not None:
     schema = load_schema(SCHEMA)
 budget = None
 if BUDGET_FILE is not None:
-    from synth_core.budget import open_for_table, table_fingerprint
+    from synth_core.budget import (fingerprint_source, open_for_table, table_fingerprint,
+                                   table_label)
     from synth_core.tables import load_table
+    label = table_label(DATA, SAMPLE)
     if BACKEND == "memory" and isinstance(data, str):
         data = load_table(data)
-    budget = open_for_table(BUDGET_FILE, fingerprint=table_fingerprint(data),
-                            label=SAMPLE or DATA, delta=CONFIG["delta"])"""
+    budget = open_for_table(BUDGET_FILE, fingerprint=table_fingerprint(data), label=label,
+                            delta=CONFIG["delta"], fingerprint_of=fingerprint_source(data))"""
 
 RUN_CODE = """from synth_core.notebook import live
 

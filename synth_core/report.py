@@ -46,7 +46,9 @@ DOMAIN_NOTES = {
               "it does not depend on the private data.",
     "private": "WARNING: domain not privacy-protected. The category lists and numeric bounds "
                "were read off the private data, so the released schema reveals which values "
-               "occur in it. Declare a schema to avoid this.",
+               "occur in it. Declare a schema from public knowledge to avoid this (a schema "
+               "proposed by 'synth schema infer' counts as read off the private data until "
+               "its review block is deleted).",
 }
 
 
@@ -86,7 +88,8 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
                      "generator, for reproducible experiments; it is not hardened against "
                      "floating-point attacks."
                      + (" " + SEEDED_WARNING if seeded else
-                        " The seed was drawn from the operating system and is not released."))
+                        " The seed was drawn from the operating system and is not released; "
+                        "use release mode for anything you publish."))
     else:
         lines.append("Release mode: every marginal was measured as integer counts with the "
                      "discrete Gaussian mechanism, and every selection's noise was sampled "

@@ -740,7 +740,11 @@ def _infer_numeric(name: str, present: pd.Series, *, bins: int, missing: bool) -
                       integer=False, decimals=decimals_of(x))
 
 
-def decimals_of(x: np.ndarray, most: int = 6) -> int | None:
+#: the most decimals :func:`infer_schema` gives a numeric column (more: real numbers)
+INFER_DECIMALS = 6
+
+
+def decimals_of(x: np.ndarray, most: int = INFER_DECIMALS) -> int | None:
     """The fewest decimals ``d <= most`` that write every value of ``x``
     (``round(v, d) == v`` up to float error), or None if more are needed."""
     scale = np.maximum(np.abs(x), 1.0)

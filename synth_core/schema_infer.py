@@ -24,7 +24,8 @@ and proposes one decision per column, each with a reason:
 The caller's choices (``numeric``, ``categorical``, ``drop``) override the
 proposal. With public rows the domain covers the union of both tables' values
 (so the public rows fit it), and :attr:`Proposal.private_values` says which
-values were read off the private table only.
+parts of it were read off the private table only: categories, bounds, a
+missing-value code, and more decimals than the public rows have.
 
 Privacy: every category list and bound read off the private table is a
 function of the private records that no mechanism protects. The proposal is a
@@ -44,8 +45,9 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError, SynthError, render_controls
-from .schema import (DEFAULT_BINS, REVIEW_KEY, ColumnSpec, Schema, _format_examples, _is_blank,
-                     _show_list, _value_counts, infer_schema)
+from .schema import (DEFAULT_BINS, INFER_DECIMALS, REVIEW_KEY, ColumnSpec, Schema,
+                     _format_examples, _is_blank, _show_list, _value_counts, decimals_of,
+                     infer_schema)
 from .tables import CSV_SUFFIXES, PublicRows, _written_code
 
 #: an identifier has a distinct value in at least this share of its rows ...
@@ -191,7 +193,7 @@ def propose_schema(private: pd.DataFrame, public: pd.DataFrame | None = None, *,
         decision = _decide(name, values, both, choices.get(name), bins=bins,
                            max_categories=max_categories, leading_zero=name in zeros)
         if decision.kept and public is not None:
-            decision = _with_private_values(decision, pub)
+            decision = _with_private_values(decision, pub, both)
         decisions.append(decision)
     return Proposal(tuple(decisions), has_public=public is not None, bins=bins)
 
@@ -346,8 +348,12 @@ def _spec(name: str, values: pd.Series, kind: str, bins: int) -> ColumnSpec:
         raise type(exc)(exc.message, hint=exc.hint_template, column=name) from None
 
 
-def _with_private_values(decision: ColumnDecision, public: pd.Series | None) -> ColumnDecision:
-    """``decision`` with the parts of its domain that the public rows do not show."""
+def _with_private_values(decision: ColumnDecision, public: pd.Series | None,
+                         both: pd.Series) -> ColumnDecision:
+    """``decision`` with the parts of its domain that the public rows do not show:
+    categories, bounds, a missing-value code (empty cells in the private rows only)
+    and, for numbers, more decimals than the public rows have (``both``: the two
+    tables' cells, from which the domain was read)."""
     spec = decision.spec
     if public is None:
         only = ("every value (the public rows lack this column)",)
@@ -355,15 +361,48 @@ def _with_private_values(decision: ColumnDecision, public: pd.Series | None) -> 
         seen = _category_keys(public.dropna())
         only = tuple(c for c in spec.categories if str(c) not in seen)
     else:
-        x = pd.to_numeric(public.dropna().astype(object), errors="coerce").dropna()
+        x = _numbers(public)
         low_seen = len(x) > 0 and x.min() <= spec.lower
         high_seen = len(x) > 0 and x.max() >= spec.upper
         only = tuple(text for text, seen in ((f"lower bound {spec.lower:g}", low_seen),
                                              (f"upper bound {spec.upper:g}", high_seen))
                      if not seen)
+        if len(x):
+            mine, theirs = _precision(_numbers(both)), _precision(x)
+            if mine > theirs:
+                only += (f"{_precision_text(mine)} (the public rows have "
+                         f"{_precision_text(theirs)})",)
+    if public is not None and spec.missing and not _profile(public).missing:
+        only += ("a missing-value code (only the private rows have empty cells)",)
     if not only:
         return decision
     return ColumnDecision(decision.name, decision.role, spec, decision.note, only, decision.chosen)
+
+
+def _numbers(values: pd.Series) -> np.ndarray:
+    """The numeric cells of ``values`` (others and empty cells left out)."""
+    return pd.to_numeric(values.dropna().astype(object), errors="coerce").dropna() \
+        .to_numpy(dtype=float)
+
+
+#: :func:`_precision` of numbers that need more decimals than inference declares
+_MORE_DECIMALS = INFER_DECIMALS + 1
+
+
+def _precision(x: np.ndarray) -> int:
+    """The fewest decimals that write every number of ``x``: 0 for whole numbers,
+    ``_MORE_DECIMALS`` when more than ``INFER_DECIMALS`` are needed (the inferred
+    column then decodes to real numbers)."""
+    d = decimals_of(x[np.isfinite(x)])
+    return _MORE_DECIMALS if d is None else d
+
+
+def _precision_text(decimals: int) -> str:
+    if decimals == 0:
+        return "whole numbers"
+    if decimals == _MORE_DECIMALS:
+        return f"more than {INFER_DECIMALS} decimals"
+    return f"{decimals} decimal{'s' if decimals > 1 else ''}"
 
 
 def _category_keys(values: pd.Series) -> set[str]:

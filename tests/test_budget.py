@@ -313,3 +313,79 @@ def test_a_refusal_says_which_epsilon_still_fits(tmp_path):
     assert 1.0 < left < 2.0                            # rho adds: more than 2 - 1 is left
     assert f"epsilon up to {left:.4g}" in exc.value.hint
     acc.reserve(rho_from_epsilon_delta(left * 0.999, 1e-9), "fits", delta=1e-9)
+
+
+def _titanic_files(tmp_path) -> list[str]:
+    """The Titanic sample as files in a folder whose name says what the table is."""
+    folder = tmp_path / "clinic_cohort_2024"
+    folder.mkdir()
+    for name in ("private.csv", "public.csv", "schema.json"):
+        (folder / name).write_bytes((ROOT / "sample_data" / "titanic" / name).read_bytes())
+    return ["--data", str(folder / "private.csv"), "--public", str(folder / "public.csv"),
+            "--schema", str(folder / "schema.json")]
+
+
+def test_the_cli_label_is_the_file_name_not_its_path(tmp_path):
+    """The label goes into release reports: a file's folders would tell where (and under
+    what name) the curator keeps the private table."""
+    from synth_core.cli import main
+    files = _titanic_files(tmp_path)
+    common = ["run", *files, "--mechanism", "mwem-pgm", "--rounds", "2", "--epsilon", "0.5",
+              "--fit-iters", "10", "--final-fit-iters", "20", "--quiet",
+              "--budget-total-epsilon", "2", "--report", str(tmp_path / "r.json"),
+              "--out", str(tmp_path / "s.csv")]
+    assert main([*common, "--budget-file", str(tmp_path / "a.json")]) == 0
+    report = (tmp_path / "r.json").read_text()
+    assert json.loads(report)["budget_account"]["label"] == "private.csv"
+    assert "clinic_cohort_2024" not in report and str(tmp_path) not in report
+    assert main([*common, "--budget-file", str(tmp_path / "b.json"),
+                 "--budget-label", "titanic passengers"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["budget_account"]["label"] == \
+        "titanic passengers"
+
+
+def test_an_account_made_in_memory_refuses_a_duckdb_run_and_says_why(tmp_path, capsys):
+    """Memory hashes the loaded table, duckdb the file's bytes: the same file cannot be
+    recognised across the two, and the message must not send the curator to make a
+    second account (a second total for the same table)."""
+    from synth_core.cli import main
+    files = _titanic_files(tmp_path)
+    acct = tmp_path / "a.json"
+    common = ["run", *files, "--mechanism", "mwem-pgm", "--rounds", "2", "--epsilon", "0.5",
+              "--fit-iters", "10", "--final-fit-iters", "20", "--quiet", "--budget-file",
+              str(acct), "--report", str(tmp_path / "r.json"), "--out", str(tmp_path / "s.csv")]
+    assert main([*common, "--budget-total-epsilon", "2"]) == 0
+    capsys.readouterr()
+    assert main([*common, "--backend", "duckdb"]) == 2
+    err = capsys.readouterr().err
+    assert "table content" in err and "file bytes" in err and "--backend memory" in err
+    assert "do not create one" in err and "Traceback" not in err
+    assert len(BudgetAccount.open(acct).charges) == 1          # nothing charged
+    assert main([*common, "--budget-total-epsilon", "3"]) == 2  # a total is never changed
+    err = capsys.readouterr().err
+    assert "epsilon 2 at delta 1e-09" in err and "never changed" in err
+    assert main([*common, "--budget-total-epsilon", "2"]) == 0  # the same total: the account
+
+
+def test_accounts_created_at_once_by_many_callers_are_one_account(tmp_path):
+    """Callers that all find no account and all create it: one creates, the others open
+    the account it made (none is refused for losing the race)."""
+    from synth_core.budget import open_for_table
+    path, start = tmp_path / "acct.json", threading.Barrier(8)
+    opened, failed = [], []
+
+    def one():
+        start.wait()
+        try:
+            opened.append(open_for_table(path, fingerprint="f" * 64, label="t", epsilon=1.0,
+                                         delta=1e-9, fingerprint_of="table content"))
+        except ConfigError as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failed and len(opened) == 8
+    assert {a.path for a in opened} == {path} and BudgetAccount.open(path).charges == []

@@ -140,6 +140,33 @@ def test_a_public_split_fits_the_union_schema_and_private_values_are_named(files
     assert list(synthetic.columns) == ["zip", "age", "income", "sex", "score"]
 
 
+def test_decimals_and_a_missing_code_seen_only_in_private_rows_are_named():
+    """Synthetic numbers are written with the schema's decimals, and the missing code
+    decodes to empty cells: either, read off the private rows alone, would show in a
+    release, so the review names them like a private category or bound."""
+    public = pd.DataFrame({"age": np.arange(20.0, 80.0, 2.5)})   # 1 decimal, no blanks
+    inside = pd.DataFrame({"age": [21.5, 40.0, 66.5, 77.5]})     # the same precision
+    sharper = pd.DataFrame({"age": [21.5, 30.123457, 66.5]})     # 6 decimals
+    blank = pd.DataFrame({"age": [21.5, np.nan, 66.5]})          # an empty cell
+
+    def flagged(private):
+        proposal = propose_schema(private, public, numeric=["age"])
+        return proposal.private_values.get("age", []), proposal.schema().columns[0]
+
+    assert flagged(inside)[0] == []
+    values, spec = flagged(sharper)
+    assert values == ["6 decimals (the public rows have 1 decimal)"] and spec.decimals == 6
+    values, spec = flagged(blank)
+    assert values == ["a missing-value code (only the private rows have empty cells)"]
+    assert spec.missing
+    whole = pd.DataFrame({"age": np.arange(20.0, 80.0, 3.0)})
+    assert propose_schema(sharper, whole, numeric=["age"]).private_values["age"] == [
+        "6 decimals (the public rows have whole numbers)"]
+    more = pd.DataFrame({"age": [21.5, 30.12345678]})
+    assert propose_schema(more, public, numeric=["age"]).private_values["age"] == [
+        "more than 6 decimals (the public rows have 1 decimal)"]
+
+
 # ---------------------------------------------------------------- synth run flags
 
 
