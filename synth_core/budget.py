@@ -302,9 +302,14 @@ class BudgetAccount:
                     f"(at delta = {delta:g}) still fits, or fewer runs. " + text)
         return text
 
+    @property
+    def cap(self) -> dict | None:
+        """The total as it was set in (epsilon, delta) (``None``: set in rho)."""
+        return self._state.get("cap")
+
     def total_text(self) -> str:
         """The total, as it was set: epsilon at delta (and rho), or rho."""
-        cap = self._state.get("cap") or {}
+        cap = self.cap or {}
         if cap.get("epsilon") is not None:
             return (f"epsilon {cap['epsilon']:g} at delta {cap['delta']:g} "
                     f"(rho = {self.total_rho:.6g})")
@@ -385,14 +390,15 @@ class BudgetAccount:
 
     def release_block(self, run: BudgetCharge) -> dict:
         """The report's ``budget_account`` block for ``run``: the label, the total, what
-        was spent before it, its own spend, what remains and the history up to it.
-        No fingerprint (it is a function of the private data)."""
+        was spent before it, its own spend, what remains and the history up to it
+        (without times). No fingerprint (it is a function of the private data)."""
         self.reload()
         before, history = [], []
         for c in self.charges:
+            # no times: a run's reservation time and its report's creation time would
+            # give its duration, which grows with the private table (as round timings)
             history.append({"run_id": c.run_id, "mechanism": c.mechanism, "what": c.what,
-                            "rho_reserved": c.rho_reserved, "rho_spent": c.rho_spent,
-                            "time": c.time})
+                            "rho_reserved": c.rho_reserved, "rho_spent": c.rho_spent})
             if c.run_id == run.run_id:
                 break
             before.append(c.counted)
@@ -444,25 +450,29 @@ def charged_run(account: BudgetAccount, synth, start):
 
 
 def open_for_table(path, *, fingerprint: str, label: str, epsilon: float | None = None,
-                   delta: float | None = None,
+                   delta: float | None = None, default_delta: float | None = None,
                    fingerprint_of: str | None = None) -> BudgetAccount:
     """The account at ``path`` for the table with ``fingerprint``: opened (and
     checked to belong to it) if the file exists, else created with a total of
-    (epsilon, delta); ConfigError if it does not exist and no total is given,
-    or if it exists with another total than (epsilon, delta) (a total is never
-    changed). Two processes creating it at once: one creates, the other opens."""
+    (epsilon, delta), ``delta`` defaulting to ``default_delta`` (a run's own
+    delta). ConfigError if it does not exist and no total is given, or if it
+    exists and ``epsilon`` (at ``delta``, else at the account's own delta) is
+    another total (a total is never changed). Two processes creating it at once:
+    one creates, the other opens."""
     path = Path(path)
 
     def opened() -> BudgetAccount:
         account = BudgetAccount.open(path)
         account.check_table(fingerprint, fingerprint_of)
-        if epsilon is not None and delta is not None:
-            asked = rho_from_epsilon_delta(float(epsilon), float(delta))
+        at = delta if delta is not None else \
+            (account.cap or {}).get("delta", default_delta)
+        if epsilon is not None and at is not None:
+            asked = rho_from_epsilon_delta(float(epsilon), float(at))
             if not math.isclose(asked, account.total_rho, rel_tol=1e-9):
                 raise ConfigError(
                     f"The budget account '{path}' ({account.label}) has a total of "
                     f"{account.total_text()}; a total of epsilon {epsilon:g} "
-                    f"(delta {delta:g}) was asked for, and an account's total is never changed.",
+                    f"(delta {at:g}) was asked for, and an account's total is never changed.",
                     hint="Leave out --budget-total-epsilon to use the account as it is.",
                     path=str(path))
         return account
@@ -475,6 +485,7 @@ def open_for_table(path, *, fingerprint: str, label: str, epsilon: float | None 
                                "--budget-total-epsilon 5 (with --budget-delta).", path=str(path))
     try:
         return BudgetAccount.create(path, label=label, fingerprint=fingerprint, epsilon=epsilon,
-                                    delta=delta, fingerprint_of=fingerprint_of)
+                                    delta=delta if delta is not None else default_delta,
+                                    fingerprint_of=fingerprint_of)
     except AccountExistsError:   # another process created it in the meantime
         return opened()

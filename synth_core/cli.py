@@ -288,9 +288,11 @@ def _budget_account(args, data, data_name):
     if args.backend == "memory" and not isinstance(data, pd.DataFrame):
         data, data_name = load_table(data), data_name or Path(data).name
     account = open_for_table(args.budget_file, fingerprint=table_fingerprint(data), label=label,
-                             epsilon=args.budget_total_epsilon,
-                             delta=args.budget_delta if args.budget_delta is not None
-                             else args.delta, fingerprint_of=fingerprint_source(data))
+                             epsilon=args.budget_total_epsilon, delta=args.budget_delta,
+                             default_delta=args.delta, fingerprint_of=fingerprint_source(data))
+    if args.budget_label and args.budget_label != account.label:
+        print(f"synth: note: the budget account keeps its label '{account.label}' "
+              "(--budget-label names a new account only)", file=sys.stderr)
     return account, data, data_name
 
 
@@ -389,11 +391,14 @@ def _identifier_warnings(args, data, schema, data_name):
 
 def _check_inputs_exist(args) -> None:
     """DataError naming the option whose file does not exist (--data, --public,
-    --schema), before anything is read."""
+    --schema), before anything is read. A glob (duckdb) or a URL (spark) is left to
+    the backend that reads it."""
     from .errors import DataError
     for flag, path in (("--data", args.data), ("--public", args.public),
                        ("--schema", args.schema)):
-        if path and not Path(path).exists():
+        if not path or "://" in str(path) or any(ch in str(path) for ch in "*?["):
+            continue
+        if not Path(path).exists():
             raise DataError(f"{flag}: file '{path}' not found.",
                             hint=f"Check the path; a relative path is read from the current "
                                  f"folder ({Path.cwd()}).", path=str(path))

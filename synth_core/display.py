@@ -170,7 +170,7 @@ def result_html(result) -> str:
     """A :class:`~synth_core.api.RunResult` as HTML: the release (report and
     the first synthetic rows). Curator-only values: :class:`CuratorView`."""
     return view(f"Run result: {result.config.mechanism} at epsilon {result.config.epsilon:g} "
-                f"({len(result.events)} rounds, {result.seconds:.1f} s)",
+                f"({len(result.events)} rounds)",
                 *report_parts(result.report), "<b>Synthetic data</b> (first rows)",
                 frame_table(result.synthetic))
 

@@ -144,6 +144,8 @@ def test_the_report_carries_the_account_and_no_fingerprint(tmp_path):
     assert block["remaining_rho"] == pytest.approx(acc.total_rho - first.ledger.spent
                                                    - second.ledger.spent)
     assert [h["mechanism"] for h in block["history"]] == ["jam-pgm", "mwem-pgm"]
+    # no times: with the report's creation time they would give the run's duration
+    assert all("time" not in h for h in block["history"]) and acc.charges[1].time
     assert acc.fingerprint not in json.dumps(second.report)
     assert not CURATOR_ONLY_KEYS & set(block)
     assert acc.spent == pytest.approx(first.ledger.spent + second.ledger.spent)
@@ -365,11 +367,20 @@ def test_an_account_made_in_memory_refuses_a_duckdb_run_and_says_why(tmp_path, c
     err = capsys.readouterr().err
     assert "epsilon 2 at delta 1e-09" in err and "never changed" in err
     assert main([*common, "--budget-total-epsilon", "2"]) == 0  # the same total: the account
+    # a repeat at another --delta names the same total (the account's delta is its own)
+    assert main([*common, "--budget-total-epsilon", "2", "--delta", "1e-6"]) == 0
+    assert main([*common, "--budget-total-epsilon", "2", "--budget-delta", "1e-6"]) == 2
+    assert "never changed" in capsys.readouterr().err
+    assert main([*common, "--budget-label", "other name"]) == 0
+    assert "keeps its label 'private.csv'" in capsys.readouterr().err
 
 
-def test_accounts_created_at_once_by_many_callers_are_one_account(tmp_path):
+@pytest.mark.parametrize("trial", range(20))
+def test_accounts_created_at_once_by_many_callers_are_one_account(tmp_path, trial):
     """Callers that all find no account and all create it: one creates, the others open
-    the account it made (none is refused for losing the race)."""
+    the account it made (none is refused for losing the race). One trial of 8 threads
+    loses the race about a third of the time without the fallback; 20 trials almost
+    always do."""
     from synth_core.budget import open_for_table
     path, start = tmp_path / "acct.json", threading.Barrier(8)
     opened, failed = [], []
@@ -389,3 +400,23 @@ def test_accounts_created_at_once_by_many_callers_are_one_account(tmp_path):
         t.join()
     assert not failed and len(opened) == 8
     assert {a.path for a in opened} == {path} and BudgetAccount.open(path).charges == []
+
+
+@pytest.mark.parametrize("value, found", [
+    ("missing/private.csv", False),
+    ("missing/parts/*.parquet", True),        # a duckdb glob: the backend reads it
+    ("hdfs:///census/", True),                 # a Spark URL
+])
+def test_a_missing_input_names_its_option(value, found):
+    from argparse import Namespace
+
+    from synth_core.cli import _check_inputs_exist
+    from synth_core.errors import DataError
+    args = Namespace(data=value, public=None, schema=None)
+    if found:
+        _check_inputs_exist(args)
+        return
+    with pytest.raises(DataError, match=r"^--data: file 'missing/private.csv' not found"):
+        _check_inputs_exist(args)
+    with pytest.raises(DataError, match=r"^--schema: file"):
+        _check_inputs_exist(Namespace(data=None, public=None, schema="none.json"))

@@ -65,14 +65,15 @@ class BudgetService:
         account.check_table(fingerprint)
         return account
 
-    def create(self, fingerprint: str, epsilon: float, delta: float, label: str) -> BudgetAccount:
+    def create(self, fingerprint: str, epsilon: float, delta: float, label: str,
+               fingerprint_of: str | None = None) -> BudgetAccount:
         """Create the table's account with a total of (epsilon, delta)
         (``rho_total = rho_from_epsilon_delta(epsilon, delta)``). An existing
         account is never replaced. What this session's runs already spent on the
         table (runs that ended before the total was set) is recorded in it at once:
         the total covers the table's whole history, not only what comes next."""
         account = BudgetAccount.create(budget_path(fingerprint), label=label,
-                                       fingerprint=fingerprint,
+                                       fingerprint=fingerprint, fingerprint_of=fingerprint_of,
                                        epsilon=float(epsilon), delta=float(delta))
         earlier = self.unbudgeted_rho.pop(fingerprint, 0.0)
         if earlier > 0:

@@ -37,6 +37,7 @@ class DuckDBSource(TableSource):
     sample: str | None = field(default=None, init=False)
     out_of_core: bool = field(default=True, init=False)
     backend: str = field(default="duckdb", init=False)
+    fingerprint_of: str = field(default="file bytes", init=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
 
     @classmethod

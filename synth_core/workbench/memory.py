@@ -29,6 +29,7 @@ class MemoryTable(TableSource):
     path: Path | None = None
     out_of_core: bool = field(default=False, init=False)
     backend: str = field(default="memory", init=False)
+    fingerprint_of: str = field(default="table content", init=False)
     #: the flag column a row filter added to ``frame``
     added_flag: str | None = field(default=None, init=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)

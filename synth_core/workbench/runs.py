@@ -198,7 +198,8 @@ def noise_text(sigma: float | None, source: str) -> str:
 
 
 def events_frame(events) -> pd.DataFrame:
-    """The releasable round table (no curator-only values)."""
+    """The Run page's round table (no curator-only scores; with each round's seconds,
+    which release reports leave out)."""
     rows = []
     for e in events:
         rows.append({

@@ -508,7 +508,8 @@ class Workbench:
     def set_dataset_budget(self, epsilon: float, delta: float, label: str | None = None):
         """Set the loaded table's total budget (see BudgetService.create)."""
         fingerprint = self._fingerprint()
-        return self.budget.create(fingerprint, epsilon, delta, label or self.data_name or "data")
+        return self.budget.create(fingerprint, epsilon, delta, label or self.data_name or "data",
+                                  fingerprint_of=self.source.fingerprint_of)
 
     def session_rho_spent(self) -> float:
         """Budget charged by this session's runs (finished, stopped or failed, and

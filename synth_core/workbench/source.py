@@ -36,6 +36,9 @@ class TableSource(FlaggedRowsReader, Protocol):
     out_of_core: bool
     #: where runs count its marginals (``synth_core.backends``: memory, duckdb)
     backend: str
+    #: what :meth:`fingerprint` hashes (``synth_core.budget.fingerprint_source``):
+    #: "table content" (a table in memory) or "file bytes" (a file on disk)
+    fingerprint_of: str
 
     @property
     def preview(self) -> pd.DataFrame:
