@@ -403,7 +403,7 @@ PAPER_SETTING_DOCUMENTED = {
         (f"{panel}:{claim}" for panel in ("all-3way", "target")
          for claim in ("aim-improves-on-average", "aim-best-85", "aim-best-eps-ge-1")),
         pf.MISSING),
-    # every cell has runs (vJAM-PGM at epsilon 0.1 and 50%: two seeds)
+    # the whole grid, seeds 0-2
     "vertical-adult": VERTICAL_DOCUMENTED | {
         "vjam-not-better-25": pf.HOLDS, "vgem-above-aim": pf.HOLDS,
         "conditional-vjam-worse": pf.HOLDS},
