@@ -76,11 +76,15 @@ def table_fingerprint(data) -> str:
     return h.hexdigest()
 
 
+#: what :func:`table_fingerprint` hashes: a loaded table's content, or a file's bytes
+TABLE_CONTENT, FILE_BYTES = "table content", "file bytes"
+
+
 def fingerprint_source(data) -> str:
     """What :func:`table_fingerprint` hashes for ``data``: ``"file bytes"`` for a path
     (the engine backends count a file on disk), ``"table content"`` for a DataFrame
     (the memory backend's loaded table). The two never match for one table."""
-    return "file bytes" if isinstance(data, (str, Path)) else "table content"
+    return FILE_BYTES if isinstance(data, (str, Path)) else TABLE_CONTENT
 
 
 def table_label(data, name: str | None = None) -> str:
@@ -239,8 +243,7 @@ class BudgetAccount:
         double = ("A second account for the same table would give it a second total budget: "
                   "do not create one.")
         if fingerprint_of and made_from and fingerprint_of != made_from:
-            backends = {"table content": "--backend memory",
-                        "file bytes": "--backend duckdb or spark"}
+            backends = {TABLE_CONTENT: "--backend memory", FILE_BYTES: "--backend duckdb or spark"}
             raise ConfigError(
                 f"The budget account '{self.path}' ({self.label}) knows its table by the "
                 f"{made_from}, and this run reads the {fingerprint_of}, so it cannot tell "

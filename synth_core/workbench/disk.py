@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..budget import table_fingerprint
+from ..budget import FILE_BYTES, table_fingerprint
 from ..disk_table import DiskFile
 from ..errors import ConfigError, DataError, SchemaError
 from ..schema import ColumnSpec, Schema, infer_schema
@@ -37,7 +37,7 @@ class DuckDBSource(TableSource):
     sample: str | None = field(default=None, init=False)
     out_of_core: bool = field(default=True, init=False)
     backend: str = field(default="duckdb", init=False)
-    fingerprint_of: str = field(default="file bytes", init=False)
+    fingerprint_of: str = field(default=FILE_BYTES, init=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
 
     @classmethod

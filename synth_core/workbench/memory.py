@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..budget import table_fingerprint
+from ..budget import TABLE_CONTENT, table_fingerprint
 from ..errors import DataError, SynthError
 from ..schema import ColumnSpec, Schema, infer_schema
 from ..schema_infer import Proposal, propose_schema
@@ -29,7 +29,7 @@ class MemoryTable(TableSource):
     path: Path | None = None
     out_of_core: bool = field(default=False, init=False)
     backend: str = field(default="memory", init=False)
-    fingerprint_of: str = field(default="table content", init=False)
+    fingerprint_of: str = field(default=TABLE_CONTENT, init=False)
     #: the flag column a row filter added to ``frame``
     added_flag: str | None = field(default=None, init=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False)
