@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import attempt, budget_text, flash, show_error
+from synth_core.privacy import cdp_epsilon
 from synth_core.workbench import DELTA_GRID
 
 
@@ -39,6 +40,11 @@ def budget_section(wb) -> None:
         return
     st.info("No total budget is set for this table: each run is capped by its own ε only.",
             icon=":material/account_balance_wallet:")
+    spent, _ = wb.table_spent()
+    if spent > 0:
+        st.warning(f"This session's runs have already spent ρ = {spent:.4g} (ε = "
+                   f"{cdp_epsilon(spent, wb.settings.delta):.3g} at δ = {wb.settings.delta:g}) "
+                   "on this table. A total counts them, so it must be above that.", icon=":material/history:")
     with st.form("budget_form"):
         c1, c2, c3 = st.columns([2, 1, 1])
         label = c1.text_input("Label", value=wb.data_name or "data", key="budget_label")

@@ -203,7 +203,8 @@ def sidebar(wb: Workbench) -> None:
             st.markdown(f"**Spent this session:** ρ = {b['session_rho']:.4g} "
                         f"(ε = {b['session_epsilon']:.3g} at δ = {s.delta:g}) over "
                         f"{b['runs']} run(s)"
-                        + (f" and {b['compare_runs']} comparison run(s)" if b["compare_runs"] else ""))
+                        + (f" and {b['compare_runs']} comparison run(s)" if b["compare_runs"] else "")
+                        + (", and the run in progress so far" if b["running"] else ""))
         except SynthError as exc:
             show_error(exc)
         dataset_budget_line(wb)

@@ -66,7 +66,10 @@ def cost_preview() -> None:
             "runs are not capped, only counted.")
     st.caption(f"**Cost before you start: {len(jobs)} run(s)"
                + (f" ({saved} already saved are not run again)" if saved else "")
-               + f", rho = {rho:.4g} in all.** Each run spends its own rho "
+               + f", rho = {rho:.4g} in all"
+               + (f" (ε = {cdp_epsilon(rho, delta):.3g} at δ = {delta:g}, as runs add up)"
+                  if rho > 0 else "")
+               + ".** Each run spends its own rho "
                "(rho_from_epsilon_delta(epsilon, delta); 0 for public-only) on the private "
                "data: the comparison is refused up front when together they would pass the "
                "table's total, and each run is charged to it before it reads the data. "

@@ -66,5 +66,7 @@ def pool_table(event, table, key: str) -> None:
 
 
 def bounds_table(report) -> None:
-    """The release's bounds, a vacuous one reading "no information"."""
+    """The release's bounds, a vacuous one reading "no information", under a line
+    that counts them and says why the others have none."""
+    st.markdown(explain.bounds_summary(report))
     st.dataframe(explain.bounds_display_frame(report), hide_index=True)

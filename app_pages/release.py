@@ -32,28 +32,36 @@ if report["privacy"].get("seeded"):
                "run (Workload and budget page: mode Release).", icon=":material/gpp_bad:")
 
 st.subheader("Downloads")
-st.caption("These files hold only releasable values (checked: no curator-only field).")
-d = st.columns(6)
-d[0].download_button("Synthetic data (CSV)", files["synthetic.csv"], file_name="synthetic.csv",
-                     mime="text/csv", type="primary", key="dl_csv")
+st.caption("These files hold only releasable values (checked: no curator-only field). Their "
+           f"names start with `run{run.number}-`, so the files of two runs stay apart.")
+d = st.columns(3) + st.columns(3)   # two rows: the labels fit their buttons
+prefix = f"run{run.number}-"
+d[0].download_button("Synthetic data (CSV)", files["synthetic.csv"],
+                     file_name=prefix + "synthetic.csv", mime="text/csv", type="primary",
+                     key="dl_csv")
 d[1].download_button("Synthetic data (Parquet)", files["synthetic.parquet"],
-                     file_name="synthetic.parquet", mime="application/octet-stream", key="dl_parquet")
-d[2].download_button("Report (JSON)", files["report.json"], file_name="report.json",
+                     file_name=prefix + "synthetic.parquet", mime="application/octet-stream",
+                     key="dl_parquet")
+d[2].download_button("Report (JSON)", files["report.json"], file_name=prefix + "report.json",
                      mime="application/json", key="dl_report")
-d[3].download_button("Schema (JSON)", files["schema.json"], file_name="schema.json",
+d[3].download_button("Schema (JSON)", files["schema.json"], file_name=prefix + "schema.json",
                      mime="application/json", key="dl_schema_release")
-d[4].download_button("Reproduce (shell)", files["reproduce.sh"], file_name="reproduce.sh",
+d[4].download_button("Reproduce (shell)", files["reproduce.sh"], file_name=prefix + "reproduce.sh",
                      mime="text/x-shellscript", key="dl_script")
 try:
     notebook = reproduce_notebook(run.reproduce, run.result.report)
 except Exception as exc:  # noqa: BLE001
     show_error(exc)
 else:
-    d[5].download_button("Reproduce (notebook)", notebook, file_name="reproduce.ipynb",
+    d[5].download_button("Reproduce (notebook)", notebook, file_name=prefix + "reproduce.ipynb",
                          mime="application/x-ipynb+json", key="dl_notebook")
 
 st.subheader("Privacy statement")
 st.info(report["privacy"]["statement"], icon=":material/shield_lock:")
+selection = wb.release_selection(run)
+if selection is not None:
+    st.warning(selection["statement"] + " The downloaded report says so too "
+               "(`release_selection`).", icon=":material/stacks:")
 if not report["domain"]["protected"]:
     st.warning(report["domain"]["note"], icon=":material/warning:")
 pub = report["public_information"]

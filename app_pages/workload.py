@@ -31,8 +31,13 @@ kind = st.radio("Build", list(kinds), format_func=kinds.get, horizontal=True, ke
 with st.form("workload_form"):
     custom_text = ""
     targets = []
-    k = st.slider("k (columns per marginal)", 1, min(4, len(names)), min(3, len(names)),
-                  key="wl_k") if kind != "custom" else 0
+    k = 0
+    if kind != "custom" and len(names) > 1:
+        k = st.slider("k (columns per marginal)", 1, min(4, len(names)), min(3, len(names)),
+                      key="wl_k")
+    elif kind != "custom":   # a slider needs two values to choose between
+        k = 1
+        st.caption("k (columns per marginal): 1, the table's only column.")
     if kind == "target":
         default = [wb.target] if wb.target in names else names[-1:]
         targets = st.multiselect("Target column(s)", names, default=default, key="wl_targets")
@@ -198,6 +203,9 @@ else:
 try:
     b = wb.budget_summary()
     secs, how = wb.estimate_seconds()
+    st.caption(f"For the **saved** settings (ε = {s.epsilon:g}, δ = {s.delta:g}, "
+               f"{wb.mechanism_title()}): a change to the form above counts, here and on the "
+               "Run page, once you press *Save settings*.")
     m1, m2, m3 = st.columns(3)
     m1.metric("rho-zCDP budget of a run", f"{b['rho']:.4g}")
     planned = wb.planned_rounds()

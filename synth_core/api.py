@@ -354,10 +354,17 @@ class RunResult:
     def curator_record(self) -> dict:
         """CURATOR-ONLY: the run's mode and seed. In research mode the seed
         regenerates every noise draw, so whoever holds it can subtract the
-        noise from the released answers: keep it with the private data, never
-        with a release."""
-        return {"label": "CURATOR-ONLY: never release (the seed regenerates the noise)",
-                "mode": self.report["privacy"]["mode"], "seed": self.seed,
+        noise from the released answers. In release mode the noise comes from
+        secure randomness, but the seed still regenerates the data-independent
+        draws (the sampled records, the order a conditional run writes them in,
+        which hides the private file's order). Keep it with the private data,
+        never with a release."""
+        mode = self.report["privacy"]["mode"]
+        what = ("the seed regenerates the noise" if mode == "research" else
+                "the noise is not seeded, but the seed regenerates the record sampling "
+                "and order")
+        return {"label": f"CURATOR-ONLY: never release ({what})",
+                "mode": mode, "seed": self.seed,
                 "seed_given": self.config.seed is not None}
 
     def write(self, out: str | Path | None = None, report: str | Path | None = None,

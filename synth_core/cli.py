@@ -405,7 +405,9 @@ def _check_inputs_exist(args) -> None:
 
 
 def _run(args) -> int:
-    from .api import RunConfig, Synthesizer, check_outputs, load_sample
+    import warnings
+
+    from .api import RunConfig, RunWarning, Synthesizer, check_outputs, load_sample
     from .tables import set_max_input_mb
 
     set_max_input_mb(args.max_input_mb)
@@ -452,11 +454,13 @@ def _run(args) -> int:
     data, data_name, schema = _run_domain_choices(args, data, public, schema, data_name)
     data, data_name = _identifier_warnings(args, data, schema, data_name)
     budget, data, data_name = _budget_account(args, data, data_name)
-    for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
-                           public_columns=public_columns, data_name=data_name,
-                           public_name=public_name, backend=args.backend, budget=budget,
-                           drop_columns=drop_columns):
-        say(event.describe())
+    with warnings.catch_warnings():   # printed once below, as "synth: warning: ..."
+        warnings.simplefilter("ignore", RunWarning)
+        for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
+                               public_columns=public_columns, data_name=data_name,
+                               public_name=public_name, backend=args.backend, budget=budget,
+                               drop_columns=drop_columns):
+            say(event.describe())
     result = synth.result
     if args.backend != "memory":
         stats = result.inputs.data.private.stats

@@ -18,12 +18,14 @@ Streamlit. The notes:
   (CURATOR-ONLY figures);
 * :func:`is_vacuous` / :func:`bounds_display_frame`: an uncertainty bound at
   the largest possible error (L1 distance 2 between two share vectors, 2n in
-  counts) carries no information and is shown as such.
+  counts) carries no information and is shown as such;
+  :func:`bounds_summary` counts the bounds and why the others are missing.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -240,6 +242,19 @@ def bound_text(bound: Mapping) -> str:
     if is_vacuous(bound):
         return NO_INFORMATION
     return f"{bound['bound_l1']:.4g} ({bound['bound_normalised']:.3f} of n)"
+
+
+def bounds_summary(report: Mapping) -> str:
+    """One line over a release's bounds: how many marginals have one, and why the
+    others have none (each reason with its count, most frequent first)."""
+    bounds = (report.get("marginal_bounds") or {}).get("bounds", [])
+    missing = Counter((b.get("note") or "no reason given").removeprefix("no bound: ")
+                      for b in bounds if b.get("bound_l1") is None)
+    text = f"{len(bounds) - sum(missing.values())} of {len(bounds)} marginals have a bound."
+    if missing:
+        text += " Without one: " + "; ".join(f"{n} × {why}" for why, n in missing.most_common())
+        text += "."
+    return text
 
 
 def bounds_display_frame(report: Mapping) -> pd.DataFrame:

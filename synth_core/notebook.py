@@ -337,7 +337,11 @@ this notebook) and the run's measurement plan (which marginal each round
 measured, as the release report lists it).
 
 A release-mode run draws fresh noise, so a repeat makes different random
-choices with the same privacy guarantee. Run the cells in order."""
+choices with the same guarantee for itself. But a repeat that reads the
+private table (every mechanism but the public-only baseline) spends the
+table's budget again: every run on a table counts,
+and a release chosen among repeats is covered only by all of them together
+(docs/trust.md). Run the cells in order."""
 
 CURATOR_MD = """## Curator only: the seed
 

@@ -180,6 +180,7 @@ def load_table(path, *, name: str | None = None) -> pd.DataFrame:
     lower = path.name.lower()
     if lower.endswith(CSV_SUFFIXES):
         df = _read_csv(path, label)
+        _refuse_other_separator(df, label, path)
         kind = "a header"
     else:
         df = _read_parquet(path, label)
@@ -189,6 +190,25 @@ def load_table(path, *, name: str | None = None) -> pd.DataFrame:
         raise DataError(f"'{label}' has {kind} but no rows.",
                         hint="Add data rows to the file.", path=str(path))
     return df
+
+
+#: separators other than the comma that a one-column CSV's header may betray
+OTHER_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def _refuse_other_separator(df: pd.DataFrame, label: str, path: Path) -> None:
+    """DataError for a CSV read as one column whose header holds another
+    separator ("name;age;city"): its records would become one text column."""
+    if len(df.columns) != 1:
+        return
+    header = str(df.columns[0])
+    for sep, what in OTHER_SEPARATORS.items():
+        if sep in header:
+            raise DataError(
+                f"'{label}' reads as one column named {header[:60]!r}: it looks separated by "
+                f"{what}, not commas.",
+                hint="Save it as comma-separated CSV (in Excel: 'CSV UTF-8 (Comma "
+                     "delimited)').", path=str(path))
 
 
 def _read_csv(path: Path, label: str) -> pd.DataFrame:

@@ -343,13 +343,22 @@ def test_run_page_runs_in_background_and_release_page_downloads():
     assert "CURATOR" not in texts(at)
     codes = [c.value for c in at.code]
     assert codes and "\nsynth run --sample titanic" in codes[0] and "--seed" not in codes[0]
-    assert codes[0].startswith("# this run was seeded: an exact repeat needs its seed")
+    assert codes[0].startswith("# running this reads the private table again and spends")
+    assert "\n# this run was seeded: an exact repeat needs its seed" in codes[0]
     # the files behind the buttons
     files = wb.release_files(wb.runs[0])
     report = json.loads(files["report.json"])
     check_release(report)
     assert not CURATOR_ONLY_KEYS & set(all_keys(report))
     assert len(pd.read_csv(io.BytesIO(files["synthetic.csv"]))) == 1008
+    # the table's only run: nothing to add; after a second run, its release says what
+    # covers a run chosen among the two
+    assert not any("chosen for release" in w.value for w in at.warning)
+    wb.start_run()
+    assert wb.worker.wait(120) and wb.collect().ok
+    go(at, "app_pages/release.py")
+    at.selectbox(key="release_run").set_value(1).run()
+    assert any("chosen for release among those runs" in w.value for w in at.warning)
 
 
 def test_run_page_shows_a_failed_run_cleanly():
@@ -410,6 +419,25 @@ def test_compare_page_runs_a_small_grid(tmp_path, monkeypatch):
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["CURATOR-ONLY results (Parquet)", "CURATOR-ONLY per-marginal errors (Parquet)"]
     assert "comparison run(s)" in sidebar_text(at)
+
+
+@pytest.mark.parametrize("columns", [1, 2])
+def test_workload_page_takes_tables_of_fewer_than_three_columns(columns):
+    """A table of one or two columns gets the all-k-way workload it can have
+    (k = its column count) and a Workload page without a slider it cannot draw."""
+    at = new_app()
+    wb = at.session_state["wb"]
+    frame = pd.DataFrame({c: ["a", "b", "a", "c"] * 10 for c in ("x", "y")[:columns]})
+    wb.load_upload("small.csv", frame.to_csv(index=False).encode())
+    assert wb.settings.workload == f"all-{columns}way" and len(wb.workload()) == 1
+    go(at, "app_pages/workload.py")
+    assert not errors(at)
+    for kind in ("all", "target"):
+        at.radio(key="wl_kind").set_value(kind).run()
+        assert not at.exception and not errors(at)
+        at.button[[b.label for b in at.button].index("Use this workload")].click().run()
+        assert not at.exception and not errors(at)
+    assert wb.settings.workload.startswith("target:") and len(wb.workload()) == 1
 
 
 def test_workload_page_offers_every_mechanism_and_its_parameters():

@@ -336,6 +336,7 @@ def test_main_path(server, browser):
     with page.expect_download() as dl:
         button.click()
     csv_path = dl.value.path()
+    assert dl.value.suggested_filename == "run1-synthetic.csv"   # two runs' files stay apart
     synthetic = pd.read_csv(csv_path)
     assert list(synthetic.columns) == ["pclass", "survived", "sex", "age", "sibsp", "parch"]
     assert len(synthetic) == 1008

@@ -204,10 +204,59 @@ def test_runs_before_the_total_was_set_are_counted_in_it(wb):
     run = wb.collect()
     assert run.ok, run.failure
     assert run.rho_spent > 0
+    assert wb.table_spent() == (pytest.approx(run.rho_spent), "this session's runs")
+    # a total those runs already used up is refused, and nothing is written
+    used_up = cdp_epsilon(run.rho_spent, 1e-9)
+    with pytest.raises(ConfigError, match="already spent") as exc:
+        wb.set_dataset_budget(used_up * 0.99, 1e-9)
+    assert "Set a larger total" in exc.value.hint and wb.dataset_budget() is None
     acc = wb.set_dataset_budget(1.0, 1e-9, label="titanic")
     assert acc.spent == pytest.approx(run.rho_spent)
     assert acc.charges[0].what == "runs in this session before the total was set"
     assert acc.remaining == pytest.approx(acc.total_rho - run.rho_spent)
+
+
+def run_once(wb, **settings):
+    wb.update_settings(**settings)
+    wb.start_run()
+    assert wb.worker.wait(120)
+    run = wb.collect()
+    assert run.ok, run.failure
+    return run
+
+
+def release_report(wb, run) -> dict:
+    return json.loads(wb.release_files(run)["report.json"])
+
+
+def test_a_release_chosen_among_runs_says_what_covers_it(wb):
+    """A run's own statement covers it alone; its release also states the table's
+    whole spend (the sum of every run on it, in zCDP), which covers it if it was
+    chosen among them: absent while it is the table's only run, in the report and
+    on the page once there are more, from the account once a total is set."""
+    first = run_once(wb, epsilon=0.5)
+    assert wb.release_selection(first) is None
+    assert "release_selection" not in release_report(wb, first)
+    second = run_once(wb, epsilon=0.25)
+    block = release_report(wb, first)["release_selection"]   # written again at each call
+    total = first.rho_spent + second.rho_spent
+    assert block["table_rho_spent"] == pytest.approx(total)
+    assert block["this_run_rho"] == pytest.approx(first.rho_spent)
+    assert block["counted"] == "this session's runs"
+    assert block["epsilon_if_chosen"] == pytest.approx(cdp_epsilon(total, 1e-9))
+    assert block["epsilon_if_chosen"] > cdp_epsilon(first.rho_spent, 1e-9)
+    assert f"{block['epsilon_if_chosen']:.3g}, 1e-09)-differential privacy" in block["statement"]
+    assert release_report(wb, second)["release_selection"]["table_rho_spent"] == pytest.approx(total)
+    # the account, once set, counts what came before it and what comes after
+    wb.set_dataset_budget(5.0, 1e-9, label="titanic")
+    third = run_once(wb, epsilon=0.25)
+    block = release_report(wb, first)["release_selection"]
+    assert block["table_rho_spent"] == pytest.approx(total + third.rho_spent)
+    assert block["counted"] == "its budget account 'titanic'"
+    # every repeat spends again: the script says so, the public-only baseline's does not
+    assert "spends its budget again" in wb.release_files(first)["reproduce.sh"].decode()
+    free = run_once(wb, mechanism="public-only")
+    assert "spends its budget again" not in wb.release_files(free)["reproduce.sh"].decode()
 
 
 def test_a_comparison_is_charged_per_job(wb):

@@ -90,6 +90,16 @@ def test_samples_are_listed():
     assert "adult-pub025" in out.stdout and "titanic" in out.stdout
 
 
+def test_a_run_warning_is_printed_once_as_a_synth_warning(tmp_path):
+    res = synth("run", "--sample", "titanic", "--mechanism", "vjam-pgm", "--epsilon", "1",
+                "--rounds", "2", "--out", str(tmp_path / "s.csv"),
+                "--report", str(tmp_path / "r.json"))
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.count("without public columns") == 1, res.stderr
+    assert "synth: warning: vJAM-PGM ran without public columns" in res.stderr
+    assert "RunWarning" not in res.stderr and "cli.py" not in res.stderr
+
+
 def test_run_on_sample_writes_release_files(tmp_path):
     out, report, diag = tmp_path / "s.parquet", tmp_path / "r.json", tmp_path / "d.json"
     res = synth("run", "--sample", "titanic", "--mechanism", "jam-pgm", "--epsilon", "1",

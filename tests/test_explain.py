@@ -198,6 +198,18 @@ def test_bounds_at_the_largest_possible_error_read_no_information():
     assert "bound (L1, counts)" not in frame.columns
 
 
+def test_the_bounds_summary_counts_them_and_says_why_the_others_are_missing():
+    report = {"marginal_bounds": {"bounds": [
+        {"bound_l1": 12.0}, {"bound_l1": None, "note": "no bound: supported only by public data"},
+        {"bound_l1": None, "note": "no bound: supported only by public data"},
+        {"bound_l1": None, "note": "no bound: the last selected marginal has no measurement"}]}}
+    assert explain.bounds_summary(report) == (
+        "1 of 4 marginals have a bound. Without one: 2 × supported only by public data; "
+        "1 × the last selected marginal has no measurement.")
+    assert explain.bounds_summary({"marginal_bounds": {"bounds": [{"bound_l1": 1.0}]}}) == (
+        "1 of 1 marginals have a bound.")
+
+
 # -- side by side --------------------------------------------------------------------
 
 def test_marginal_frame_shares_and_counts_match_the_tables(jam, titanic):

@@ -228,3 +228,7 @@ def test_aim_end_to_end_in_release_mode_and_the_report_states_the_mode():
                                          "mode": "research", "seed_given": True}
     assert not unseeded.curator_record()["seed_given"]
     assert isinstance(unseeded.curator_record()["seed"], int)
+    assert "the seed regenerates the noise" in research.curator_record()["label"]
+    # a release-mode run's seed regenerates no noise, only the data-independent draws
+    label = release.curator_record()["label"]
+    assert "noise is not seeded" in label and "regenerates the noise" not in label

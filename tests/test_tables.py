@@ -89,6 +89,16 @@ def test_ragged_csv_reports_the_line(tmp_path, text, line, fields):
     assert f"'{path}' line {line} has {fields} fields, but the header has 2" in str(err.value)
 
 
+@pytest.mark.parametrize("sep, what", [(";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars")])
+def test_a_csv_separated_otherwise_is_refused_not_read_as_one_column(tmp_path, sep, what):
+    path = write(tmp_path / "semi.csv", sep.join(["name", "age"]) + "\n" + sep.join(["A", "3"]) + "\n")
+    with pytest.raises(DataError, match=f"reads as one column .* separated by {what}, not commas"):
+        load_table(path)
+    # a real one-column table, and a comma file whose text holds a semicolon, load
+    assert list(load_table(write(tmp_path / "one.csv", "name\nA;B\n")).columns) == ["name"]
+    assert load_table(write(tmp_path / "two.csv", "a,b\nx;y,1\n")).iloc[0, 0] == "x;y"
+
+
 def test_empty_file(tmp_path):
     path = write(tmp_path / "empty.csv", "")
     with pytest.raises(DataError, match=r"empty\.csv' is empty: it has no header row"):

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..budget import BudgetAccount, BudgetCharge, run_rho
+from ..errors import ConfigError
+from ..privacy import cdp_epsilon, rho_from_epsilon_delta
 
 
 def budget_dir() -> Path:
@@ -71,7 +73,19 @@ class BudgetService:
         (``rho_total = rho_from_epsilon_delta(epsilon, delta)``). An existing
         account is never replaced. What this session's runs already spent on the
         table (runs that ended before the total was set) is recorded in it at once:
-        the total covers the table's whole history, not only what comes next."""
+        the total covers the table's whole history, not only what comes next, so a
+        total they have already used up is refused (ConfigError) and nothing is
+        written: it could never be raised again."""
+        earlier = self.unbudgeted_rho.get(fingerprint, 0.0)
+        total = rho_from_epsilon_delta(float(epsilon), float(delta))
+        if earlier > 0 and earlier >= total:
+            raise ConfigError(
+                f"This session's runs have already spent rho = {earlier:.4g} (epsilon = "
+                f"{cdp_epsilon(earlier, delta):.3g} at delta = {delta:g}) on this table: a "
+                f"total of epsilon = {epsilon:g} (rho = {total:.4g}) would be used up before "
+                "it is set.",
+                hint="Set a larger total: it counts every run on the table, those already "
+                     "made included, and cannot be changed once set.")
         account = BudgetAccount.create(budget_path(fingerprint), label=label,
                                        fingerprint=fingerprint, fingerprint_of=fingerprint_of,
                                        epsilon=float(epsilon), delta=float(delta))
@@ -79,6 +93,15 @@ class BudgetService:
         if earlier > 0:
             account.record_spent(earlier, "runs in this session before the total was set")
         return account
+
+    def table_spent(self, fingerprint: str) -> tuple[float, str]:
+        """(rho spent on the table, what that counts): its account's spend (every
+        run charged to it, in any session) if its total is set, else what this
+        session's runs spent on it."""
+        account = self.account(fingerprint)
+        if account is not None:
+            return account.spent, f"its budget account '{account.label}'"
+        return self.unbudgeted_rho.get(fingerprint, 0.0), "this session's runs"
 
     def check_fits(self, fingerprint: str, runs, delta: float, what: str) -> None:
         """Refuse up front (BudgetExceededError, saying what is left) when ``runs``

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from ..budget import run_rho
 from ..errors import ConfigError
 from .catalog import RunSettings
 
@@ -110,6 +111,9 @@ class CommandParts:
 BUDGET_NOTE = ("table-budget.json: this table's budget account (the curator's file in "
                "the workbench's budgets folder); the run is charged to it and refused "
                "past the table's total")
+REPEAT_NOTE = ("running this reads the private table again and spends its budget again "
+               "(every run on a table counts, and a release chosen among repeats is covered "
+               "only by all of them together: docs/trust.md)")
 SEED_NOTE = ("this run was seeded: an exact repeat needs its seed, which only the "
              "curator sees (the Run page, the CLI's diagnostics file), never this script")
 
@@ -138,7 +142,8 @@ def reproduce_command(s: RunSettings, parts: CommandParts) -> str:
         ["--out", "synthetic.csv", "--report", "report.json",
          *(["--budget-file", "table-budget.json"] if parts.budget_file else [])],
     ]
-    notes = [*parts.public_notes, *parts.schema_notes, *option_notes,
+    repeat = [REPEAT_NOTE] if run_rho(s.mechanism, s.epsilon, s.delta) > 0 else []
+    notes = [*repeat, *parts.public_notes, *parts.schema_notes, *option_notes,
              *([SEED_NOTE] if s.seed is not None else []),
              *([BUDGET_NOTE] if parts.budget_file else [])]
     return "\n".join([comment(n) for n in notes]

@@ -14,6 +14,7 @@ import pandas as pd
 from ..api import RunResult
 from ..engine import RoundEvent
 from ..errors import ConfigError
+from ..privacy import cdp_epsilon
 from ..report import check_release, write_table
 from ..runner import FINISHED
 from ..schema import Schema
@@ -36,6 +37,8 @@ class FinishedRun:
     failure: object | None = None
     reproduce: str = ""
     data_name: str = ""
+    #: the fingerprint of the table it ran on (its budget account's key)
+    fingerprint: str = ""
     files: dict | None = field(default=None, repr=False)   # release files, made once
 
     @property
@@ -46,11 +49,13 @@ class FinishedRun:
 @dataclass(frozen=True)
 class PendingRun:
     """What a run in progress will keep when it ends: its settings, its
-    reproduce command and the name of its table (fixed when it started)."""
+    reproduce command, the name of its table and the table's fingerprint (fixed
+    when it started)."""
 
     settings: RunSettings
     reproduce: str
     data_name: str
+    fingerprint: str
 
 
 #: what a cost preview's times are (shown beside them)
@@ -160,29 +165,59 @@ def frame_parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def release_files(run: FinishedRun) -> dict[str, bytes]:
-    """The releasable files of a finished run (no curator-only values), made once.
+def release_files(run: FinishedRun, selection: dict | None = None) -> dict[str, bytes]:
+    """The releasable files of a finished run (no curator-only values).
 
-    ``check_release`` is run on the report; the synthetic CSV has
-    formula-like cells neutralised.
+    ``selection`` (:func:`selection_block`, None when the run is the table's
+    only spend) goes into ``report.json`` as ``release_selection``; it changes as
+    the table gets more runs, so the report is written at each call and the
+    other files once. ``check_release`` is run on the report; the synthetic CSV
+    has formula-like cells neutralised.
     """
     if not run.ok:
         raise ConfigError(f"Run {run.number} did not finish ({run.status}); it has nothing "
                           "to release.", hint="Start a new run on the Run page.")
-    if run.files is not None:
-        return run.files
     report = run.result.report
+    if selection is not None:
+        report = {**report, "release_selection": selection}
     check_release(report)
-    synthetic = run.result.synthetic
-    schema = run.result.inputs.schema
-    run.files = {
-        "synthetic.csv": frame_bytes(synthetic, "synthetic.csv"),
-        "synthetic.parquet": frame_bytes(synthetic, "synthetic.parquet"),
-        "report.json": (json.dumps(report, indent=2) + "\n").encode("utf-8"),
-        "schema.json": (json.dumps(schema.to_json(), indent=2) + "\n").encode("utf-8"),
-        "reproduce.sh": ("#!/usr/bin/env bash\n" + run.reproduce + "\n").encode("utf-8"),
+    if run.files is None:
+        synthetic = run.result.synthetic
+        run.files = {
+            "synthetic.csv": frame_bytes(synthetic, "synthetic.csv"),
+            "synthetic.parquet": frame_bytes(synthetic, "synthetic.parquet"),
+            "schema.json": (json.dumps(run.result.inputs.schema.to_json(), indent=2)
+                            + "\n").encode("utf-8"),
+            "reproduce.sh": ("#!/usr/bin/env bash\n" + run.reproduce + "\n").encode("utf-8"),
+        }
+    return {**run.files, "report.json": (json.dumps(report, indent=2) + "\n").encode("utf-8")}
+
+
+def selection_block(run_rho: float, table_rho: float, delta: float, where: str) -> dict | None:
+    """The report's ``release_selection`` block: what covers a release chosen among
+    the table's runs, or None when this run is all that was spent on the table.
+
+    A run's own statement covers it alone. Runs of rho_1, ..., rho_k on one table
+    compose to (rho_1 + ... + rho_k)-zCDP, and choosing which one to publish after
+    looking at their results uses every one of them (docs/trust.md), so such a
+    release is covered by ``table_rho`` (the sum, this run included), i.e.
+    (cdp_epsilon(table_rho, delta), delta)-DP. ``where`` says what ``table_rho``
+    counts (the table's budget account, or this session's runs). Every number is a
+    sum of ledger spends, which the reports release anyway.
+    """
+    if table_rho <= run_rho * (1 + 1e-9):
+        return None
+    epsilon = cdp_epsilon(table_rho, delta)
+    return {
+        "table_rho_spent": table_rho, "this_run_rho": run_rho, "counted": where,
+        "delta": delta, "epsilon_if_chosen": epsilon,
+        "statement": (f"This release's own guarantee covers this run alone. The table has "
+                      f"had rho = {table_rho:.4g} spent on it ({where}, this run included). "
+                      f"If this run was chosen for release among those runs after looking "
+                      f"at their results, the release satisfies only ({epsilon:.3g}, "
+                      f"{delta:g})-differential privacy (rho = {table_rho:.4g} zCDP; "
+                      f"runs on one table add up)."),
     }
-    return run.files
 
 
 #: the noise column of a measurement without noise (public rows or columns)

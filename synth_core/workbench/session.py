@@ -50,7 +50,7 @@ from .compare import CompareService, CompareSetup, compare_key
 from .disk import DuckDBSource
 from .memory import MemoryTable
 from .public import FilteredRows, FlaggedRows, NoPublicRows, PublicChoice, PublicTable
-from .runs import FinishedRun, PendingRun, estimate_seconds, release_files
+from .runs import FinishedRun, PendingRun, estimate_seconds, release_files, selection_block
 from .domain import Domain
 from .guide import ChoiceFit, choice_fit, choice_of, mechanism_title
 from .source import TableSource
@@ -87,9 +87,9 @@ class Workbench:
     * settings and budget: ``update_settings``, ``mechanism_fit`` (the guided
       list's verdict on the settings' mechanism), ``mechanism_title``, ``workload``,
       ``planned_rounds``, ``estimate_seconds``, ``budget_summary``,
-      ``dataset_budget``, ``set_dataset_budget``;
+      ``dataset_budget``, ``set_dataset_budget``, ``table_spent``;
     * runs and release: ``start_run``, ``stop_run``, ``running``, ``collect``,
-      ``run_by_number``, ``release_files``;
+      ``run_by_number``, ``release_files``, ``release_selection``;
     * comparison: ``compare_jobs``, ``start_compare``, ``compare_results``,
       ``compare_store``;
     * what-if: ``what_if_standins``, ``what_if_needs_assumed_n``, ``start_what_if``,
@@ -222,10 +222,12 @@ class Workbench:
     def _use_own_table(self, schema: Schema | None, *, inferred: bool,
                        left_out: Sequence[tuple[str, str]] = ()) -> None:
         """After loading the user's own table (not a sample): its schema (None: not
-        declared yet), no target, the all-3-way workload and AIM (no public rows yet)."""
+        declared yet), no target, the all-3-way workload (all k-way for a table of
+        k < 3 columns) and AIM (no public rows yet)."""
         self.domain.reset(schema, inferred=inferred, left_out=left_out)
         self.target = None
-        self.settings = replace(self.settings, workload="all-3way",
+        k = 3 if schema is None else min(3, len(schema.names))
+        self.settings = replace(self.settings, workload=f"all-{k}way",
                                 mechanism="aim" if "aim" in MECHANISMS else self.settings.mechanism)
 
     # ---------------------------------------------------------------- the domain
@@ -505,6 +507,11 @@ class Workbench:
         """The loaded table's budget account, or None if its total is not set."""
         return None if self.source is None else self.budget.account(self._fingerprint())
 
+    def table_spent(self) -> tuple[float, str]:
+        """(rho spent on the loaded table, what that counts): see
+        :meth:`~synth_core.workbench.budget.BudgetService.table_spent`."""
+        return self.budget.table_spent(self._fingerprint())
+
     def set_dataset_budget(self, epsilon: float, delta: float, label: str | None = None):
         """Set the loaded table's total budget (see BudgetService.create)."""
         fingerprint = self._fingerprint()
@@ -526,7 +533,8 @@ class Workbench:
         spent = self.session_rho_spent()
         return {"rho": rho, "session_rho": spent,
                 "session_epsilon": cdp_epsilon(spent, s.delta) if spent > 0 else 0.0,
-                "runs": len(self.runs), "compare_runs": self.compare.runs}
+                "runs": len(self.runs), "compare_runs": self.compare.runs,
+                "running": self.running}
 
     # ---------------------------------------------------------------- runs
 
@@ -552,7 +560,8 @@ class Workbench:
         held = self.budget.reserve(self._fingerprint(), s.epsilon, s.delta, label, s.mechanism)
         self.worker = RunWorker(synth, kwargs, label=label,
                                 on_done=lambda w: self.budget.settle_run(held, w)).start()
-        self._pending = PendingRun(s, self.reproduce_command(s), self.data_name)
+        self._pending = PendingRun(s, self.reproduce_command(s), self.data_name,
+                                   held.fingerprint)
         return self.worker
 
     def _refuse_if_busy(self) -> None:
@@ -586,7 +595,8 @@ class Workbench:
             return None
         p = self._pending
         run = FinishedRun(len(self.runs) + 1, w.label, w.status, p.settings, w.events,
-                          w.rho_spent, w.seconds, w.result, w.failure, p.reproduce, p.data_name)
+                          w.rho_spent, w.seconds, w.result, w.failure, p.reproduce, p.data_name,
+                          p.fingerprint)
         self.whatif.attach(run, self.loads, w.started_at)   # what-ifs made before the run
         self.runs.append(run)
         self.worker = None
@@ -600,9 +610,18 @@ class Workbench:
                 return run
         raise ConfigError(f"There is no run {number}.")
 
+    def release_selection(self, run: FinishedRun) -> dict | None:
+        """The ``release_selection`` block of ``run``'s report (see
+        :func:`~synth_core.workbench.runs.selection_block`): None when the run is
+        all that was spent on its table, else what covers it if it was chosen
+        among the table's runs."""
+        table_rho, where = self.budget.table_spent(run.fingerprint)
+        return selection_block(run.rho_spent, table_rho, run.settings.delta, where)
+
     def release_files(self, run: FinishedRun) -> dict[str, bytes]:
-        """The releasable files of a finished run (no curator-only values)."""
-        return release_files(run)
+        """The releasable files of a finished run (no curator-only values), its
+        report with the table's other runs counted (:meth:`release_selection`)."""
+        return release_files(run, self.release_selection(run))
 
     def reproduce_command(self, s: RunSettings | None = None) -> str:
         """A ``synth run`` command (with comments) that repeats a run with these
