@@ -275,7 +275,12 @@ def whatif_figure(curves: Sequence, labels: Mapping[str, str] | None = None) -> 
                 hovertemplate=f"{_named(labels, c.mechanism)}: ε=%{{x:g}}, {kind} error "
                               "%{y:.4f}<extra></extra>"))
     _log_epsilon_axis(fig, [p.epsilon for c in curves for p in c.points])
-    fig.update_yaxes(title="predicted workload error (measured: mean, min-max over seeds)",
-                     rangemode="tozero")
-    return _layout(fig, "What-if: predicted workload error against epsilon (no budget spent)",
-                   height=380)
+    # a short axis title: a long one runs past the plot's height into the chart title
+    fig.update_yaxes(title="predicted workload error", rangemode="tozero")
+    fig = _layout(fig, "What-if: predicted workload error against epsilon (no budget spent)"
+                       "<br><sup>measured points: mean over seeds, bars from min to max</sup>",
+                  height=440)
+    # the legend (two entries per mechanism) under the plot, clear of the two-line title
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left"),
+                      margin=dict(b=90))
+    return fig
