@@ -5,6 +5,7 @@ import streamlit as st
 from app_pages.common import (CURATOR_PLOT, PAGES, attempt, budget_text, curator_header,
                               data_page, mode_text, show_error)
 from synth_core import charts
+from synth_core.mechanisms import MECHANISMS
 from synth_core.runner import FAILED, FINISHED, RUNNING, STOPPED
 from synth_core.explain import pool_frame, workload_error_help
 from synth_core.workbench import events_frame
@@ -15,10 +16,14 @@ POLL_SECONDS = 0.7
 wb = data_page("Run")
 s = wb.settings
 
+ignores_rows = (wb.public.has_rows and s.mechanism in MECHANISMS
+                and not MECHANISMS[s.mechanism].capabilities.public_rows)
 st.markdown(f"**{wb.mechanism_title()}** at **ε = {s.epsilon:g}**, δ = {s.delta:g} "
             f"({s.neighbours}); workload `{s.workload}`; rounds "
             f"{s.rounds if s.rounds is not None else 'the default'}; public: "
-            f"{wb.public_summary()}; mode: {mode_text(s.run_mode, s.seed)}.")
+            f"{wb.public_summary()}"
+            + (f" (rows not used by {wb.mechanism_title()})" if ignores_rows else "")
+            + f"; mode: {mode_text(s.run_mode, s.seed)}.")
 notes.settings_notes(s)
 try:
     secs, how = wb.estimate_seconds()

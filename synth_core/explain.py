@@ -161,6 +161,10 @@ def public_rounds(events: Sequence[RoundEvent]) -> list[RoundEvent]:
     return [e for e in events if e.epsilon is not None and e.source != PRIVATE]
 
 
+#: public rounds :func:`unspent_note` names one by one (the rest are counted)
+UNSPENT_ROUNDS_LISTED = 5
+
+
 def unspent_note(events: Sequence[RoundEvent], total: float, spent: float) -> str | None:
     """Why ``total - spent`` was left, or ``None`` when (nearly) all was spent.
 
@@ -191,6 +195,9 @@ def unspent_note(events: Sequence[RoundEvent], total: float, spent: float) -> st
         tail = (f" A public pick passes its planned measurement on to the later rounds; the "
                 f"last round (round {last.round}) had none to pass it to, so its "
                 f"ρ = {last.curator.rho_measure_planned:.4g} stayed unspent.")
+    if len(parts) > UNSPENT_ROUNDS_LISTED:   # a long run: the first few, the table has all
+        parts = parts[:UNSPENT_ROUNDS_LISTED] + [
+            f"and {len(parts) - UNSPENT_ROUNDS_LISTED} more (the round table lists every one)"]
     return (head + f" {len(picks)} round(s) picked a public marginal, answered from public "
             f"data at zero measurement cost: " + "; ".join(parts) + "." + tail +
             " Unspent budget is privacy not given away.")

@@ -311,6 +311,12 @@ def test_run_page_runs_in_background_and_release_page_downloads():
     wb.update_settings(rounds=3, fit_iters=20, final_fit_iters=50, seed=0)
     go(at, "app_pages/run.py")
     assert "Press **Start run**" in texts(at)
+    assert "rows not used by" not in texts(at)        # JAM-PGM uses the public rows
+    wb.update_settings(mechanism="aim")
+    at.run()
+    assert "(rows not used by AIM)" in texts(at)     # AIM ignores them: the header says so
+    wb.update_settings(mechanism="jam-pgm")
+    at.run()
     at.button(key="start_run").click().run()
     assert not at.exception and not errors(at)
     assert wb.runs or wb.worker is not None          # running, or already collected

@@ -105,13 +105,30 @@ def test_unspent_note_lists_the_public_rounds_and_the_amount(jam):
     assert picks and spent < total
     note = explain.unspent_note(jam.events, total, spent)
     assert f"ρ = {total - spent:.4g} of {total:.4g}" in note
-    for e in picks:
+    assert f" {len(picks)} round(s) picked a public marginal" in note
+    listed = picks[:explain.UNSPENT_ROUNDS_LISTED]
+    for e in listed:
         assert f"round {e.round} (" in note
         assert f"{e.curator.rho_measure_planned:.3g}" in note
+    for e in picks[len(listed):]:                     # a long run: counted, not listed
+        assert f"round {e.round} (" not in note
+    if len(picks) > len(listed):
+        assert f"and {len(picks) - len(listed)} more (the round table" in note
     last = [e for e in jam.events if e.epsilon is not None][-1]
     # JAM-PGM's last round gets all that is left; its public pick leaves the measurement share
     assert last in picks
     assert last.curator.rho_measure_planned == pytest.approx(total - spent, rel=1e-9)
+
+
+def test_unspent_note_of_a_long_run_names_the_first_public_rounds_and_counts_the_rest(titanic):
+    run = Synthesizer("jam-pgm", epsilon=1.0, seed=0, rounds=16, **FIT).fit(
+        titanic.private, public=titanic.public, schema=titanic.schema)
+    picks = explain.public_rounds(run.events)
+    assert len(picks) > explain.UNSPENT_ROUNDS_LISTED
+    note = explain.unspent_note(run.events, run.ledger.total, run.ledger.spent)
+    named = [e for e in picks if f"round {e.round} (" in note]
+    assert named == picks[:explain.UNSPENT_ROUNDS_LISTED]
+    assert f"and {len(picks) - len(named)} more (the round table lists every one)" in note
 
 
 def test_planned_measurement_is_what_a_private_round_charges(jam):
