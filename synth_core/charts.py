@@ -211,8 +211,11 @@ def compare_figure(results: pd.DataFrame, reference: float | None = None,
             hovertemplate=f"{_named(labels, name)}: ε=%{{x:g}}, error %{{y:.4f}} "
                           "(%{customdata} runs)<extra></extra>"))
     if reference is not None:
-        fig.add_hline(y=reference, line=dict(color=PUBLIC_COLOR, dash="dash"),
-                      annotation_text="public rows alone", annotation_position="top left")
+        # the public rows themselves, not the public-only baseline (a model fitted to
+        # them and sampled, which has the public colour): a neutral line, its value named
+        fig.add_hline(y=reference, line=dict(color=TOTAL_COLOR, dash="dash", width=1),
+                      annotation_text=f"public rows alone (the rows themselves): "
+                                      f"{reference:.4g}", annotation_position="top left")
     _log_epsilon_axis(fig, summary["epsilon"].astype(float).tolist())
     fig.update_yaxes(title="workload error (mean ± sd over seeds)", rangemode="tozero")
     return _layout(fig, "CURATOR-ONLY workload error against epsilon", height=420)

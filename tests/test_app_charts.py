@@ -60,6 +60,12 @@ def test_compare_legend_names_the_full_mechanism():
     assert fig.data[0].hovertemplate.startswith("AIM: ")
     assert fig.data[1].line.dash == "dot"          # the baseline keeps its line style
     assert [t.name for t in charts.compare_figure(results).data] == ["aim", "public-only"]
+    # the public rows themselves: a line of another colour than the public-only baseline's,
+    # with its value
+    (line,) = charts.compare_figure(results, reference=0.3076, labels=labels).layout.shapes
+    assert line.line.color != fig.data[1].line.color and line.y0 == 0.3076
+    (note,) = charts.compare_figure(results, reference=0.3076).layout.annotations
+    assert note.text.endswith("(the rows themselves): 0.3076")
 
 
 def event(rnd: int, source: str, sigma: float | None) -> RoundEvent:

@@ -417,9 +417,12 @@ def test_compare_page_runs_a_small_grid(tmp_path, monkeypatch):
     at.button[[b.label for b in at.button].index("Start comparison")].click().run()
     assert errors(at) and "at least one epsilon" in errors(at)[0]
     at.multiselect(key="cmp_mechs").set_value(["jam-pgm", "public-only"])
-    at.multiselect(key="cmp_eps").set_value([0.5, 5.0])
+    at.multiselect(key="cmp_eps").set_value([0.5, "x"]).run()    # a value typed in
+    assert errors(at) == ["Not an epsilon, left out: x. Type a positive number such as 0.3."]
+    at.multiselect(key="cmp_eps").set_value([0.5, "3.16"])       # one not in the list
     at.number_input(key="cmp_seeds").set_value(1)
     run_comparison(at)
+    assert sorted(set(wb.compare_results()[0]["epsilon"])) == [0.5, 3.16]
     assert any("Comparison finished: 4 runs." in s.value for s in at.success)
     assert "CURATOR-ONLY, not releasable" in texts(at)
     labels = [b.label for b in at.get("download_button")]

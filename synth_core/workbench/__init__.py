@@ -16,8 +16,8 @@ Modules, one per concept:
 """
 
 from .catalog import (DELTA_GRID, DOMAIN_SOURCE_TEXT, EPSILON_GRID, RunSettings, describe_domain,
-                      mechanism_description, mechanism_parameters, supports_public_columns,
-                      workload_spec)
+                      mechanism_description, mechanism_parameters, parse_epsilons,
+                      supports_public_columns, workload_spec)
 from .command import comment as _comment
 from .compare import REFUSED, compare_dir
 from .guide import (ChoiceFit, MechanismChoice, choice_by_key, choice_of, guided_choices,
@@ -33,5 +33,5 @@ __all__ = ["DELTA_GRID", "DOMAIN_SOURCE_TEXT", "EPSILON_GRID", "FILTER_FLAG", "R
            "guided_choices", "mechanism_choices", "mechanism_title", "PublicChoice", "RunSettings", "Workbench", "candidates_frame",
            "compare_dir", "describe_domain", "events_frame", "frame_parquet_bytes",
            "ledger_frame", "measurements_frame", "mechanism_description",
-           "mechanism_parameters", "parse_schema_upload", "supports_public_columns",
+           "mechanism_parameters", "parse_epsilons", "parse_schema_upload", "supports_public_columns",
            "workload_spec"]

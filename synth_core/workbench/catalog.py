@@ -14,6 +14,26 @@ from ..report import DOMAIN_NOTES
 
 #: epsilon choices of the log-scale slider
 EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def parse_epsilons(values: Sequence) -> tuple[list[float], list[str]]:
+    """An epsilon grid picked from :data:`EPSILON_GRID` or typed in: (the
+    positive finite values, sorted, each once; the entries that are not one, as
+    typed)."""
+    good, bad = set(), []
+    for value in values:
+        try:
+            e = float(value)
+        except (TypeError, ValueError):
+            bad.append(str(value))
+            continue
+        if math.isfinite(e) and e > 0:
+            good.add(e)
+        else:
+            bad.append(str(value))
+    return sorted(good), bad
+
+
 #: delta choices
 DELTA_GRID = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12)
 
