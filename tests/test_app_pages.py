@@ -93,6 +93,9 @@ def test_every_page_renders_without_data():
 def test_start_page_loads_titanic_in_one_click():
     at = new_app()
     assert {b.key for b in at.button} >= {"sample_titanic", "sample_adult-pub025"}
+    samples = [b.key for b in at.button if b.key.startswith("sample_")]
+    assert samples[0] == "sample_titanic"              # the quick one first, and primary
+    assert at.button(key="sample_titanic").proto.type == "primary"
     load_titanic(at)
     assert "Loaded sample 'titanic'" in texts(at)
     side = sidebar_text(at)
