@@ -53,6 +53,12 @@ SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 MAX_ROUNDS = 100_000
 
 
+#: The largest delta a run accepts. A run's delta should be far below 1/n (it
+#: is the chance that the guarantee fails outright); this bound only catches a
+#: slip such as 0.5 for 5e-5. Conversions alone (``privacy``) accept any (0, 1).
+MAX_DELTA = 1e-3
+
+
 class RunWarning(UserWarning):
     """Something the user should know about a finished run (also listed in the report)."""
 
@@ -130,6 +136,12 @@ class RunConfig:
         _require_real("epsilon", self.epsilon, positive=True)
         _require_real("delta", self.delta)
         rho_from_epsilon_delta(self.epsilon, self.delta)
+        if self.delta > MAX_DELTA:
+            raise ConfigError(
+                f"delta = {self.delta:g} is above {MAX_DELTA:g}: delta is the chance that the "
+                "guarantee fails outright, and a value this large lets a release reveal "
+                "records; it is most likely a typo.",
+                hint="A common choice is 1e-9, or 1/n^2 for n records; keep delta far below 1/n.")
         if self.rounds is not None:
             _require_int("rounds", self.rounds, 1, MAX_ROUNDS)
         if self.fit_iters is not None:
@@ -394,6 +406,16 @@ class RunResult:
         """Jupyter's view: the release (report, first synthetic rows); no curator-only value."""
         from .display import result_html
         return result_html(self)
+
+    def __repr__(self) -> str:
+        """The printed form (also what a notebook saves beside the HTML view): only
+        releasable values. The generated one would print the seed, the rounds'
+        exact scores and the private table's codes."""
+        privacy = self.report["privacy"]
+        return (f"RunResult(mechanism={self.config.mechanism!r}, epsilon={self.config.epsilon:g}, "
+                f"delta={self.config.delta:g}, mode={privacy['mode']!r}, "
+                f"rounds={len(self.events)}, rho_spent={self.ledger.spent:.6g}, "
+                f"rows={len(self.synthetic)}, columns={list(self.synthetic.columns)})")
 
     def curator_view(self):
         """CURATOR-ONLY: the seed and true errors, for Jupyter (labelled as such)."""

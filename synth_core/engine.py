@@ -120,7 +120,9 @@ class RoundEvent:
     seconds: float
     n_candidates: int = 0
     note: str = ""
-    curator: CuratorScores | None = field(default=None, compare=False)
+    #: CURATOR-ONLY (exact scores): left out of the printed form, which a notebook
+    #: saves beside its output
+    curator: CuratorScores | None = field(default=None, compare=False, repr=False)
     #: the engine of the round's last model fit: ``numpy`` or ``jax`` (``""``: none yet)
     fit_path: str = field(default="", compare=False)
 

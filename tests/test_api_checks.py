@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from synth_core import Synthesizer, synthesize
-from synth_core.api import MAX_ROUNDS, RunConfig
+from synth_core.api import MAX_DELTA, MAX_ROUNDS, RunConfig
 from synth_core.errors import ConfigError, DataError, SynthError
 from synth_core.privacy import MAX_EPSILON, rho_from_epsilon_delta
 
@@ -29,7 +29,8 @@ def table(n=120, seed=0, columns=("a", "b", "c")) -> pd.DataFrame:
 @pytest.mark.parametrize("kwargs", [
     {"epsilon": "1"}, {"epsilon": True}, {"epsilon": None}, {"epsilon": math.inf},
     {"epsilon": 1e300}, {"epsilon": MAX_EPSILON * 1.01},
-    {"delta": "1e-9"}, {"delta": False}, {"delta": 1.0},
+    {"delta": "1e-9"}, {"delta": False}, {"delta": 1.0}, {"delta": 0.5},
+    {"delta": MAX_DELTA * 1.01},
     {"rounds": 2.5}, {"rounds": True}, {"rounds": "3"}, {"rounds": 0},
     {"rounds": MAX_ROUNDS + 1}, {"rounds": 10 ** 9},
     {"fit_iters": 2.5}, {"fit_iters": 0}, {"final_fit_iters": 10.0}, {"final_fit_iters": True},
@@ -42,6 +43,13 @@ def test_bad_arguments_are_refused(kwargs):
         Synthesizer("aim", **kwargs)
     with pytest.raises(SynthError):
         RunConfig("aim", **kwargs).validate()
+
+
+def test_a_delta_up_to_the_bound_is_taken_and_one_above_says_why():
+    RunConfig("aim", delta=MAX_DELTA).validate()
+    with pytest.raises(ConfigError, match="chance that the guarantee fails outright") as exc:
+        RunConfig("aim", delta=0.5).validate()
+    assert "far below 1/n" in exc.value.hint
 
 
 def test_good_arguments_are_accepted_and_normalised():

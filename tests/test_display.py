@@ -59,6 +59,19 @@ def test_release_views_hold_no_curator_value(hostile_run):
     assert f"{diag.workload_error:.4g}" in curator
 
 
+def test_the_printed_forms_hold_no_curator_value(hostile_run):
+    """``print(result)``, a notebook's saved text/plain copy of ``result`` and of an
+    event: no seed, no exact score, no private code."""
+    text = repr(hostile_run)
+    assert str(hostile_run) == text and len(text) < 1000
+    assert "123456789" not in text and "seed" not in text and "inputs" not in text
+    assert text.startswith("RunResult(mechanism='jam-pgm', epsilon=1, ")
+    for event in hostile_run.events:
+        assert event.curator is None or "scores" not in repr(event)
+        assert "curator" not in repr(event)
+    assert any(e.curator is not None for e in hostile_run.events)   # there were scores to hide
+
+
 def test_comparison_view_is_curator_only_with_mean_and_sd():
     results = pd.DataFrame({
         "mechanism": ["aim", "aim", "aim", "<i>x</i>"], "epsilon": [1.0, 1.0, 3.0, 1.0],
