@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SMALL_SCHEMA, all_keys, wait_until
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
-from synth_core import charts
+from synth_core import charts, load_sample
 from synth_core.privacy import gaussian_std, rho_from_epsilon_delta
 from synth_core.whatif import (ESTIMATE, MEASURED, PublicBasis, build_curve, calibrate,
                                noise_estimator, noise_term, predict_error_curve, refine_order,
@@ -181,6 +181,21 @@ def test_calibrate_follows_the_measured_points():
 def test_refine_order_measures_the_ends_first():
     assert refine_order([1.0, 0.1, 10.0, 0.3, 3.0]) == [0.1, 10.0, 1.0, 0.3, 3.0]
     assert refine_order([2.0, 1.0]) == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("mechanism", ["mwem-pgm", "aim"])
+def test_the_prior_of_a_mechanism_without_public_data_is_near_its_stand_in_runs(mechanism):
+    """Before any stand-in run, the estimate of a mechanism that uses no public
+    information is within a factor 2 of what its stand-in run measures (the
+    JAM-PGM prior put MWEM+PGM 15 to 20 times below)."""
+    sample = load_sample("titanic")
+    basis = PublicBasis(sample.schema, n=len(sample.private), n_note="n is public",
+                        rows=sample.public)
+    settings = dict(workload="all-2way", rounds=6, fit_iters=20, final_fit_iters=100)
+    prior = noise_estimator(basis, mechanism, settings).estimates([0.3, 3.0])
+    runs = predict_error_curve(basis, mechanism, [0.3, 3.0], seeds=1, **settings)
+    for point in runs.points:
+        assert 0.5 < prior[point.epsilon] / point.mean < 2.0, (point.epsilon, prior, point.mean)
 
 
 def test_estimates_fall_with_epsilon_and_recalibrate(small_schema, small_public):
