@@ -151,7 +151,7 @@ class RoundEvent:
         if self.sigma is not None:
             parts.append(f"sigma={self.sigma:.4g}")
         if self.epsilon is not None:
-            parts.append(f"eps={self.epsilon:.4g}")
+            parts.append(f"select eps={self.epsilon:.4g}")   # one selection; rounds add up in rho
         parts.append(f"rho {self.rho_spent:.4g}/{self.rho_total:.4g}")
         parts.append(f"model {self.model_size_mb:.3g} MB")
         parts.append(f"{self.seconds:.2f}s")

@@ -33,11 +33,11 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from .display import esc
 from .palette import (PUBLIC_COLOR, SOURCE_COLORS, TOTAL_COLOR, MIXED_COLOR,
-                      mechanism_scale)
+                      mechanism_color, mechanism_scale)
 
 # ---------------------------------------------------------------- live progress
 
@@ -204,20 +204,33 @@ def rounds_chart(events: Sequence):
 
 def error_chart(records: Sequence[dict], *, x: str = "epsilon", y: str = "error",
                 color: str = "mechanism", title: str = "Workload error against epsilon",
-                y_title: str = "workload error"):
+                y_title: str = "workload error (curator-only)",
+                mechanisms: Mapping[str, str] | None = None):
     """Lines and points of ``y`` against ``x`` (log scale), one colour per
-    ``color`` value (the palette's mechanism colours). ``records``: dicts or a
-    DataFrame's ``to_dict("records")``; rows with the same x and colour are
-    averaged."""
+    ``color`` value, with a bar from the smallest to the largest value where a
+    point averages several (seeds). ``records``: dicts or a DataFrame's
+    ``to_dict("records")``; rows with the same x and colour are averaged.
+
+    Colours are the palette's mechanism colours (:func:`mechanism_scale`), of
+    the ``color`` values themselves or, when ``mechanisms`` maps each value (a
+    label such as "with public rows") to its mechanism, of those mechanisms: the
+    public-only baseline then keeps the public colour whatever its label. The
+    default axis title says what a true error is: curator-only."""
     alt = _altair()
-    domain, colours = mechanism_scale([str(r[color]) for r in records])
+    values = sorted({str(r[color]) for r in records})
+    if mechanisms is None:
+        domain, colours = mechanism_scale(values)
+    else:
+        names = sorted({mechanisms[v] for v in values})
+        domain, colours = values, [mechanism_color(mechanisms[v], names) for v in values]
     data = alt.Data(values=[{x: float(r[x]), y: float(r[y]), color: str(r[color])}
                             for r in records])
     base = alt.Chart(data).encode(
         x=alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=f"{x} (log scale)"),
-        y=alt.Y(f"mean({y}):Q", title=y_title),
         color=alt.Color(f"{color}:N", scale=alt.Scale(domain=domain, range=colours)))
-    return (base.mark_line() + base.mark_point(filled=True, size=60)).properties(
+    mean = base.encode(y=alt.Y(f"mean({y}):Q", title=y_title))
+    spread = base.mark_rule().encode(y=f"min({y}):Q", y2=f"max({y}):Q")
+    return (mean.mark_line() + mean.mark_point(filled=True, size=60) + spread).properties(
         width=420, height=260, title=title)
 
 

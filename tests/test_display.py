@@ -119,6 +119,20 @@ def test_plotly_charts_and_altair_figures_share_the_palette(hostile_run):
                      "range": [palette.mechanism_color(n, ["aim", "jam-pgm", "public-only"])
                                for n in ["aim", "jam-pgm", "public-only"]]}
     assert scale["range"][2] == palette.PUBLIC_COLOR
+    # readable labels keep their mechanisms' colours; seeds give a min-max bar
+    labels = {"with public rows": "jam-pgm", "private only": "mwem-pgm",
+              "public rows alone": "public-only"}
+    records = [{"epsilon": e, "setup": label, "error": 0.1 + seed / 10}
+               for e in (0.1, 1.0) for label in labels for seed in (0, 1)]
+    spec = error_chart(records, color="setup", mechanisms=labels).to_dict()
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
+    colour = dict(zip(scale["domain"], scale["range"]))
+    assert colour["public rows alone"] == palette.PUBLIC_COLOR
+    assert colour["with public rows"] == palette.mechanism_color(
+        "jam-pgm", ["jam-pgm", "mwem-pgm", "public-only"])
+    (rule,) = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"]
+    assert rule["encoding"]["y"]["field"] == "error" and rule["encoding"]["y"]["aggregate"] == "min"
+    assert "curator-only" in spec["layer"][0]["encoding"]["y"]["title"]
 
 
 def test_figures_export_as_png_and_svg_without_a_browser(tmp_path, hostile_run):
