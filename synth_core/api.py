@@ -385,10 +385,13 @@ class RunResult:
         CURATOR-ONLY diagnostics (JSON, with :meth:`curator_record`), all or
         nothing: every path is checked first, each file is written in full
         beside its target, and the files are renamed into place only when all
-        are complete."""
+        are complete. Writing a seeded run's data or report warns (RunWarning):
+        it is not fit for publication."""
         outputs = [(p, role) for p, role in ((out, "synthetic data"), (report, "report"),
                                               (diagnostics, "diagnostics")) if p is not None]
         check_outputs(out=out, report=report, diagnostics=diagnostics)
+        if self.report["privacy"].get("seeded") and (out is not None or report is not None):
+            warnings.warn(SEEDED_WRITE_WARNING, RunWarning, stacklevel=2)
         contents = {"synthetic data": lambda p: table_bytes(p, self.synthetic),
                     "report": lambda p: json_bytes(self.report),
                     "diagnostics": lambda p: json_bytes(self.curator_payload())}
@@ -452,6 +455,28 @@ def check_outputs(*, out=None, report=None, diagnostics=None) -> None:
 def _private_columns(inputs: Inputs) -> list[str]:
     """The columns the guarantee protects (all but the public columns)."""
     return [c for c in inputs.schema.names if c not in inputs.public.columns]
+
+
+def input_warnings(mechanism: str, inputs: Inputs) -> list[str]:
+    """What a run should say about its inputs: public rows given to a mechanism
+    that ignores them, and a domain read off the private table (not protected)."""
+    out = []
+    if inputs.public_label is not None and not MECHANISMS[mechanism].capabilities.public_rows:
+        out.append(f"{mechanism} does not use public rows: the public rows given "
+                   f"({inputs.public_label}) were ignored.")
+    if inputs.schema.source == "private":
+        out.append(PRIVATE_DOMAIN_WARNING)
+    return out
+
+
+#: the run warning of a domain read off the private table
+PRIVATE_DOMAIN_WARNING = ("The domain was read off the private table: the release reveals its "
+                          "categories and bounds (not protected). Declare a schema, or read it "
+                          "off public rows.")
+#: what writing a seeded research run's files says
+SEEDED_WRITE_WARNING = ("This is a seeded research run: anyone who learns or guesses the seed "
+                        "can remove its noise, so these files are not fit for publication "
+                        "(release mode: no seed).")
 
 
 class Synthesizer:
@@ -616,7 +641,7 @@ class Synthesizer:
             # values; that order can depend on private values (a file sorted or grouped by a
             # private column), so the release's records are put in a random order
             codes, synthetic = shuffled_records(rng, codes, synthetic)
-        run_warnings = mechanism.run_warnings()
+        run_warnings = mechanism.run_warnings() + input_warnings(cfg.mechanism, inputs)
         for message in run_warnings:
             warnings.warn(message, RunWarning, stacklevel=2)
         if not mechanism.capabilities.public_rows:

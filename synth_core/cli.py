@@ -408,7 +408,8 @@ def _check_inputs_exist(args) -> None:
 def _run(args) -> int:
     import warnings
 
-    from .api import RunConfig, RunWarning, Synthesizer, check_outputs, load_sample
+    from .api import (PRIVATE_DOMAIN_WARNING, RunConfig, RunWarning, Synthesizer, check_outputs,
+                      load_sample)
     from .tables import set_max_input_mb
 
     set_max_input_mb(args.max_input_mb)
@@ -467,10 +468,13 @@ def _run(args) -> int:
         stats = result.inputs.data.private.stats
         say(f"counted with {args.backend}: {stats.cliques} marginals in {stats.passes} passes, "
             f"{stats.bytes_scanned / 2**20:.1f} MiB scanned, {stats.seconds:.1f}s")
-    result.write(args.out, args.report, args.diagnostics)
+    with warnings.catch_warnings():   # the seeded-run warning is printed below, with advice
+        warnings.simplefilter("ignore", RunWarning)
+        result.write(args.out, args.report, args.diagnostics)
     ledger = result.ledger
     for message in result.warnings:
-        print(f"synth: warning: {message}", file=sys.stderr)
+        if message != PRIVATE_DOMAIN_WARNING:   # said below, with what to do here
+            print(f"synth: warning: {message}", file=sys.stderr)
     say(f"spent rho={ledger.spent:.6g} of {ledger.total:.6g} in {len(result.events)} rounds, "
         f"{result.seconds:.1f}s")
     say(f"wrote {args.out} ({len(result.synthetic)} rows) and {args.report}")

@@ -136,3 +136,35 @@ def test_duckdb_backend_refuses_a_lost_column_and_drops_on_request(tmp_path):
     result = synthesize(path, schema={"a": 3, "b": 2}, drop_columns=["c"], **kw)
     assert result.report["data"]["dropped_columns"] == ["c"]
     assert list(result.synthetic.columns) == ["a", "b"]
+
+
+def test_a_run_warns_about_inputs_it_ignores_or_cannot_protect(tmp_path):
+    """Public rows given to a mechanism that ignores them, and a domain read off the
+    private table: a RunWarning and a line of the report's warnings; the seeded
+    run's files warn when written, a release-mode run's do not."""
+    import warnings
+
+    from synth_core import load_sample
+    from synth_core.api import PRIVATE_DOMAIN_WARNING, SEEDED_WRITE_WARNING, RunWarning
+    t = load_sample("titanic")
+    with pytest.warns(RunWarning, match="mwem-pgm does not use public rows") as seen:
+        ignored = Synthesizer("mwem-pgm", epsilon=1, rounds=3, seed=0).fit(
+            t.private, public=t.public, schema=t.schema)
+    assert any("were ignored" in w for w in ignored.report["warnings"])
+    assert not any(str(w.message) == PRIVATE_DOMAIN_WARNING for w in seen)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        used = Synthesizer("jam-pgm", epsilon=1, rounds=3).fit(
+            t.private, public=t.public, schema=t.schema)
+    assert not any("public rows" in str(w.message) for w in seen)
+    assert used.report["warnings"] == []
+    with pytest.warns(RunWarning, match="read off the private table"):
+        read_off = Synthesizer("mwem-pgm", epsilon=1, rounds=3).fit(t.private)
+    assert PRIVATE_DOMAIN_WARNING in read_off.report["warnings"]
+    with pytest.warns(RunWarning, match="not fit for publication") as seen:
+        ignored.write(tmp_path / "s.csv", tmp_path / "r.json")
+    assert [str(w.message) for w in seen] == [SEEDED_WRITE_WARNING]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        used.write(tmp_path / "u.csv", tmp_path / "u.json")
+    assert not seen

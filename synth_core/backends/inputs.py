@@ -124,8 +124,8 @@ def _public_rows(source: Backend, public, flag: str | None, public_name: str | N
         frame, label = _public_table(public)
         frame = _without(frame, drop)
         label = public_name or label
-        return (PublicRows(table=frame, source_name=label), frame,
-                f"public table '{label}', {len(frame)} rows")
+        named = f"public table '{label}'" if label else "a public table (no public_name given)"
+        return (PublicRows(table=frame, source_name=label), frame, f"{named}, {len(frame)} rows")
     if flag:
         summary = source.flag_summary(flag)
         summary.check(source.name)
@@ -142,11 +142,12 @@ def _without(frame: pd.DataFrame, drop: tuple[str, ...]) -> pd.DataFrame:
     return frame.drop(columns=[c for c in drop if c in frame.columns])
 
 
-def _public_table(public) -> tuple[pd.DataFrame, str]:
-    """The public table (a DataFrame, or a file loaded whole) and its default name."""
+def _public_table(public) -> tuple[pd.DataFrame, str | None]:
+    """The public table (a DataFrame, or a file loaded whole) and its default name
+    (a file's name; none for a DataFrame)."""
     if isinstance(public, pd.DataFrame):
         check_unique_columns(public, "the public table")
-        return public, "public table"
+        return public, None
     if isinstance(public, (str, Path)):
         return load_table(public), Path(public).name
     raise DataError(f"The public table must be a DataFrame or a path to a CSV/Parquet file, "
