@@ -201,13 +201,14 @@ class CuratorView:
 def comparison_rows(results) -> list[tuple]:
     """(mechanism, epsilon, mean, sd, runs) of the finished runs of a comparison
     (a DataFrame with ``mechanism``, ``epsilon``, ``status``, ``workload_error``):
-    the mean and sample standard deviation (0 for one run) over seeds."""
+    the mean and sample standard deviation over seeds (None for one run: it has
+    none; the table shows a dash)."""
     groups: dict[tuple, list[float]] = {}
     for mech, eps, status, err in zip(results["mechanism"], results["epsilon"],
                                       results["status"], results["workload_error"]):
         if status == "finished" and err is not None and not math.isnan(float(err)):
             groups.setdefault((str(mech), float(eps)), []).append(float(err))
-    return [(m, e, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0, len(v))
+    return [(m, e, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v))
             for (m, e), v in sorted(groups.items())]
 
 

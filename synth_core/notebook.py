@@ -174,10 +174,13 @@ def rounds_frame(events: Sequence) -> list[dict]:
             for e in events]
 
 
-def source_scale(alt):
-    """Altair's colour scale of the measurement sources (the palette's colours)."""
-    domain = [*SOURCE_COLORS, "other"]
-    return alt.Scale(domain=domain, range=[*SOURCE_COLORS.values(), MIXED_COLOR])
+def source_scale(alt, present: Iterable[str] | None = None):
+    """Altair's colour scale of the measurement sources (the palette's colours),
+    over the sources in ``present`` only when given (the legend lists no source
+    the chart does not show)."""
+    colours = {**SOURCE_COLORS, "other": MIXED_COLOR}
+    shown = [s for s in colours if present is None or s in set(present)]
+    return alt.Scale(domain=shown, range=[colours[s] for s in shown])
 
 
 def rounds_chart(events: Sequence):
@@ -189,7 +192,8 @@ def rounds_chart(events: Sequence):
     data = alt.Data(values=records)
     bars = alt.Chart(data).mark_bar().encode(
         x=alt.X("round:O", title="round"), y=alt.Y("rho:Q", title="rho spent in the round"),
-        color=alt.Color("source:N", scale=source_scale(alt), title="source"),
+        color=alt.Color("source:N", scale=source_scale(alt, [r["source"] for r in records]),
+                        title="source"),
         tooltip=["round:O", "marginal:N", "source:N", alt.Tooltip("rho:Q", format=".3g")])
     chart = bars.properties(width=420, height=180, title="Privacy budget spent per round")
     if events:

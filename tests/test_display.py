@@ -79,9 +79,10 @@ def test_comparison_view_is_curator_only_with_mean_and_sd():
         "workload_error": [0.2, 0.4, 0.1, None]})
     view = Comparison(results, reference=0.3)
     assert view.rows() == [("aim", 1.0, pytest.approx(0.3), pytest.approx(
-        statistics.stdev([0.2, 0.4])), 2), ("aim", 3.0, 0.1, 0.0, 1)]
+        statistics.stdev([0.2, 0.4])), 2), ("aim", 3.0, 0.1, None, 1)]
     html = view._repr_html_()
     assert "CURATOR-ONLY" in html and "<i>x</i>" not in html
+    assert "<td>0.1</td><td>&ndash;</td><td>1</td>" in html   # one run has no spread
 
 
 def test_live_progress_prints_a_line_per_round_outside_a_kernel(hostile_run):
@@ -110,8 +111,11 @@ def test_plotly_charts_and_altair_figures_share_the_palette(hostile_run):
     pytest.importorskip("altair")
     from synth_core.notebook import error_chart, rounds_chart
 
-    spec = json.dumps(rounds_chart(hostile_run.events).to_dict())
-    assert palette.PUBLIC_COLOR in spec and palette.PRIVATE_COLOR in spec
+    legend = rounds_chart(hostile_run.events).to_dict()["layer"][0]["encoding"]["color"]["scale"]
+    assert set(legend["domain"]) == {e.source if e.source in palette.SOURCE_COLORS else "other"
+                                     for e in hostile_run.events}   # no source it does not show
+    for source, colour in zip(legend["domain"], legend["range"]):
+        assert colour == palette.SOURCE_COLORS.get(source, palette.MIXED_COLOR)
     records = [{"epsilon": e, "mechanism": m, "error": 0.1}
                for e in (0.1, 1.0) for m in ("public-only", "jam-pgm", "aim")]
     scale = error_chart(records).to_dict()["layer"][0]["encoding"]["color"]["scale"]
