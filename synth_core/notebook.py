@@ -356,9 +356,9 @@ measured, as the release report lists it).
 A release-mode run draws fresh noise, so a repeat makes different random
 choices with the same guarantee for itself. But a repeat that reads the
 private table (every mechanism but the public-only baseline) spends the
-table's budget again: every run on a table counts,
-and a release chosen among repeats is covered only by all of them together
-(docs/trust.md). Run the cells in order."""
+table's budget again: every run on a table counts, and a release chosen among
+repeats is covered only by all of them together (docs/trust.md). Run the cells
+in order."""
 
 CURATOR_MD = """## Curator only: the seed
 
@@ -372,6 +372,11 @@ SEEDED_MD = """
 
 This run was seeded: without the curator's file the repeat is a new run (with
 the same settings), not the same one."""
+
+UNSEEDED_MD = """
+
+This run was not seeded (release mode): it has no seed to keep, so the next
+cell finds none and the repeat is a new run with the same settings."""
 
 LOAD_MD = """## The inputs
 
@@ -487,7 +492,7 @@ def recipe_cells(recipe: RunRecipe) -> list[dict]:
         cells.append(_cell("code", NOTES_CODE.format(notes=literal(list(recipe.notes)))))
     cells += [_cell("markdown", "## Settings (no seed)"),
               _cell("code", SETTINGS_CODE.format(**values)),
-              _cell("markdown", CURATOR_MD + (SEEDED_MD if recipe.seeded else "")),
+              _cell("markdown", CURATOR_MD + (SEEDED_MD if recipe.seeded else UNSEEDED_MD)),
               _cell("code", CURATOR_CODE.format(curator_file=literal(recipe.curator_file))),
               _cell("markdown", LOAD_MD), _cell("code", LOAD_CODE),
               _cell("markdown", RUN_MD), _cell("code", RUN_CODE),

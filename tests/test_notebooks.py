@@ -261,3 +261,16 @@ def test_workbench_release_notebook_matches_its_shell_script(tmp_path):
     assert repeated["config"] == run.result.report["config"]
     assert "no seed: a new run with the same settings" in "".join(texts(nb))
     assert os.path.exists(tmp_path / "synthetic.csv")
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_the_repeat_notebook_says_whether_the_run_had_a_seed_to_keep(tmp_path, seed):
+    sample = load_sample("titanic")
+    result = Synthesizer("jam-pgm", epsilon=1.0, seed=seed, **TINY).fit(
+        sample.private, sample.public, schema=sample.schema)
+    result.to_notebook(tmp_path / "repeat.ipynb", sample="titanic")
+    text = "".join("".join(c["source"]) for c in
+                   json.loads((tmp_path / "repeat.ipynb").read_text())["cells"])
+    assert ("it has no seed to keep" in text) == (seed is None)
+    assert ("This run was seeded" in text) == (seed is not None)
+    assert "spends the\ntable's budget again" in text
