@@ -49,6 +49,11 @@ _JSON_KEYS = {
 MAX_DECIMALS = 12
 #: the optional top-level key of a schema file that ``synth schema infer`` writes
 REVIEW_KEY = "review"
+#: the review warning of a schema file written from a domain read off the private table
+PRIVATE_FILE_WARNING = ("This domain was read off the private table: its categories and "
+                        "bounds reveal private values, and a run with it is not privacy-"
+                        "protected. Replace them with public knowledge, then delete this "
+                        "'review' block.")
 # Markers used while encoding a column, before the final codes are known.
 _IS_MISSING = -1
 _NOT_IN_SCHEMA = -2
@@ -540,8 +545,16 @@ class Schema:
     # -- JSON
 
     def to_json(self) -> dict:
-        """The schema-file format: ``{"columns": [...]}``."""
-        return {"columns": [c.to_json() for c in self.columns]}
+        """The schema-file format: ``{"columns": [...]}``. A domain read off the
+        private table also gets a ``review`` block that lists every column as read
+        off it, so the file keeps saying so: read back (:meth:`from_json`, a run's
+        ``--schema``) it is still not privacy-protected until someone replaces the
+        values with public knowledge and deletes the block."""
+        out = {"columns": [c.to_json() for c in self.columns]}
+        if self.source == "private":
+            out = {REVIEW_KEY: {"warning": PRIVATE_FILE_WARNING,
+                                "read_off_private": list(self.names)}, **out}
+        return out
 
     def _repr_html_(self) -> str:
         """Jupyter's view: a table of the columns and their domains."""

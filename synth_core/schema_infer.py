@@ -153,7 +153,9 @@ class Proposal:
 
     def to_json(self, interface: str = "api") -> dict:
         """The schema file ``synth run --schema`` reads, with its review block."""
-        return {REVIEW_KEY: self.review(interface), **self.schema().to_json()}
+        spec = self.schema().to_json()
+        spec.pop(REVIEW_KEY, None)    # this review names the columns one by one
+        return {REVIEW_KEY: self.review(interface), **spec}
 
     def table(self, interface: str = "app") -> pd.DataFrame:
         """One row per column: decision, kind, domain summary, private values, note."""

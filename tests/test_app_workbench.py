@@ -378,7 +378,7 @@ def test_reproduce_command_names_the_schema_when_the_cli_would_differ():
     w.set_public_flag("is_public")                                # domain still private-read
     cmd = w.reproduce_command()
     assert "--public-flag is_public" in cmd and "--schema schema.json" in cmd
-    assert "record it as declared" in cmd
+    assert "schema.json says so in its 'review' block" in cmd   # still not protected
     w.infer_schema_from_public()
     assert w.schema.source == "public" and w.schema.names == ("sex", "edu")
     assert "--schema" not in w.reproduce_command()
@@ -429,3 +429,24 @@ def test_parquet_upload_and_public_table():
     df.head(50).to_parquet(pub, index=False)
     w.set_public_table("pub.parquet", pub.getvalue())
     assert w.public.kind == "table" and len(w.public.rows.table) == 50
+
+
+def test_a_domain_read_off_the_private_table_stays_so_through_its_schema_file():
+    """Downloading the schema of an uploaded table and declaring it again does not
+    make it protected: the file carries a review block naming every column, and the
+    run's report (and the CLI's, which reads the same file) says not protected."""
+    w = Workbench()
+    w.load_upload("mine.csv", flagged_csv())
+    assert w.schema.source == "private"
+    text = w.domain.json_bytes()
+    spec = json.loads(text)
+    assert spec["review"]["read_off_private"] == list(w.schema.names)
+    w.load_schema_file("schema.json", text)
+    assert w.schema.source == "private"
+    from synth_core.schema import Schema
+    assert Schema.from_json(spec).source == "private"
+    # the review block deleted (values reviewed): declared
+    del spec["review"]
+    w.load_schema_file("schema.json", json.dumps(spec).encode())
+    assert w.schema.source == "declared"
+    assert "review" not in json.loads(w.domain.json_bytes())

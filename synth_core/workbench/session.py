@@ -647,9 +647,13 @@ class Workbench:
         if self.domain.is_sample_schema or self.domain.read_unedited_from(cli_source):
             return drop, ()
         notes = ["schema.json: download it from the Release page"]
-        if self.schema.source != "declared":
-            notes.append(f"note: this domain was read off the {self.schema.source} data; "
-                         "the CLI will record it as declared")
+        if self.schema.source == "public":
+            notes.append("note: this domain was read off the public rows; the CLI will "
+                         "record it as declared")
+        elif self.schema.source == "private":
+            notes.append("note: this domain was read off the private table; schema.json says "
+                         "so in its 'review' block, and a run with it is not protected until "
+                         "the values are replaced and the block deleted")
         return ("--schema", "schema.json", *drop), tuple(notes)
 
     def _sample_public_name(self) -> str | None:
