@@ -70,8 +70,12 @@ else:
     fvals = st.multiselect("Rows with one of these values are public", values,
                            default=kept, key="filter_values")
     if st.button("Use this filter", key="apply_filter"):
+        old_flag = wb.public.rows.flag_column if wb.public.kind == "flag" else None
         if attempt(wb.set_public_filter, fcol, fvals):
-            flash(f"Rows where {fcol} is one of {', '.join(fvals)} are public.")
+            flash(f"Rows where {fcol} is one of {', '.join(fvals)} are public."
+                  + (f" The former flag column '{old_flag}' is a data column again (it is in "
+                     "the schema and will be synthesised); drop it on the Data page if it "
+                     "only marked rows." if old_flag and old_flag in wb.schema.names else ""))
             st.rerun()
 
 st.subheader("Public columns")

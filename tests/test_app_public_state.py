@@ -82,3 +82,16 @@ def test_what_if_curves_are_dropped_when_their_public_rows_are_removed():
     assert "What the prediction for" not in texts(at)
     stale = [w.value for w in at.warning if "out of date" in w.value]
     assert stale and "public table 'public.csv'" in stale[0]
+
+
+def test_a_filter_after_a_flag_says_the_flag_column_is_data_again():
+    from test_app_pages import flagged_csv
+    at = new_app()
+    wb = at.session_state["wb"]
+    wb.load_upload("people.csv", flagged_csv())
+    wb.set_public_flag("is_public")
+    assert "is_public" not in wb.schema.names
+    go(at, "app_pages/public.py")
+    use_filter(at, "sex", ["F"])
+    assert "is_public" in wb.schema.names
+    assert "The former flag column 'is_public' is a data column again" in texts(at)
