@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from synth_core import explain
+from synth_core.api import PRIVATE_DOMAIN_WARNING
 from synth_core.privacy import rho_from_epsilon_delta
 from synth_core.workbench import mechanism_title
 
@@ -70,3 +71,13 @@ def bounds_table(report) -> None:
     that counts them and says why the others have none."""
     st.markdown(explain.bounds_summary(report))
     st.dataframe(explain.bounds_display_frame(report), hide_index=True)
+
+
+def report_warnings(report, *, skip_domain: bool = False) -> None:
+    """The report's warnings (what the run ignored or could not protect, a
+    mechanism's own notes), one box each; ``skip_domain`` leaves out the one on a
+    domain read off the private table where the page already shows its note."""
+    for message in report.get("warnings", []):
+        if skip_domain and message == PRIVATE_DOMAIN_WARNING:
+            continue
+        st.warning(message, icon=":material/info:")

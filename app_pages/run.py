@@ -138,6 +138,7 @@ elif wb.runs:
         st.success(f"Finished in {run.seconds:.1f} s: {len(run.result.synthetic):,} synthetic "
                    f"rows, rho spent {run.rho_spent:.4g} of {run.result.ledger.total:.4g}.",
                    icon=":material/check_circle:")
+        notes.report_warnings(run.result.report)
         st.page_link(PAGES["release"], label="Go to Release: download the synthetic data and "
                      "report", icon=":material/download:")
         with st.container(border=True):

@@ -707,3 +707,20 @@ def test_a_disk_file_replaced_by_a_link_out_of_the_roots_is_refused(tmp_path, mo
         assert "outside the folders" in str(exc)
     else:
         raise AssertionError("a link out of the allowed folders was followed")
+
+
+def test_run_and_release_pages_show_the_reports_warnings():
+    """MWEM+PGM with the sample's public rows marked: it ignores them, and both pages
+    say so (the report's warning), once each."""
+    at = go(load_titanic(new_app()), "app_pages/run.py")
+    wb = at.session_state["wb"]
+    wb.update_settings(mechanism="mwem-pgm", rounds=3, fit_iters=20, final_fit_iters=50)
+    at.run()
+    at.button(key="start_run").click().run()
+    wait_for_run(at)
+    at.run()
+    assert not at.exception and not errors(at)
+    said = [w.value for w in at.warning if "does not use public rows" in w.value]
+    assert len(said) == 1 and "were ignored" in said[0]
+    go(at, "app_pages/release.py")
+    assert len([w for w in at.warning if "does not use public rows" in w.value]) == 1
