@@ -220,7 +220,8 @@ def budget_text(account, delta: float) -> str:
     spent, total = account.spent, account.total_rho
     eps = (lambda r: cdp_epsilon(r, delta) if r > 0 else 0.0)
     return (f"ρ = {spent:.4g} of {total:.4g} spent, {account.remaining:.4g} left "
-            f"(ε = {eps(spent):.3g} of {eps(total):.3g} at δ = {delta:g})")
+            f"(ε = {eps(spent):.3g} of {eps(total):.3g} at δ = {delta:g}; budgets add up in "
+            f"ρ, so what is left is one more run of ε up to {eps(account.remaining):.3g})")
 
 
 def dataset_budget_line(wb: Workbench) -> None:

@@ -66,7 +66,8 @@ if not report["domain"]["protected"]:
     st.warning(report["domain"]["note"], icon=":material/warning:")
 notes.report_warnings(report, skip_domain=True)   # the domain's note is just above
 pub = report["public_information"]
-st.markdown(f"**Public rows:** {pub['rows'] or 'none'}  \n**Public columns:** "
+st.markdown(f"**Mechanism:** {run.label}  \n**Public rows:** {pub['rows'] or 'none'}  \n"
+            "**Public columns:** "
             f"{', '.join(pub['columns']) or 'none'}  \n**Workload:** "
             f"{report['workload']['description']} ({len(report['workload']['cliques'])} marginals)")
 
