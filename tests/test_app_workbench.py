@@ -450,3 +450,13 @@ def test_a_domain_read_off_the_private_table_stays_so_through_its_schema_file():
     w.load_schema_file("schema.json", json.dumps(spec).encode())
     assert w.schema.source == "declared"
     assert "review" not in json.loads(w.domain.json_bytes())
+
+
+def test_a_column_left_out_at_upload_says_what_to_do_in_the_app():
+    """The reason names the Data page's controls, not the API's arguments."""
+    w = Workbench()
+    df = pd.DataFrame({"note": [f"text {i}" for i in range(3000)], "b": ["x", "y"] * 1500})
+    w.load_upload("t.csv", df.to_csv(index=False).encode())
+    ((column, why),) = w.domain.left_out
+    assert column == "note" and "on the Data page" in why
+    assert "categorical_columns=" not in why and "drop_columns=" not in why

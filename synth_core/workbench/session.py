@@ -205,7 +205,7 @@ class Workbench:
                 break
             except SynthError as exc:
                 if exc.column in frame.columns and len(frame.columns) > 1:
-                    dropped.append((exc.column, str(exc)))
+                    dropped.append((exc.column, exc.text("app")))   # the app's controls
                     frame = frame.drop(columns=[exc.column])
                 else:
                     raise
