@@ -49,13 +49,14 @@ class FinishedRun:
 @dataclass(frozen=True)
 class PendingRun:
     """What a run in progress will keep when it ends: its settings, its
-    reproduce command, the name of its table and the table's fingerprint (fixed
-    when it started)."""
+    reproduce command, the name of its table, the table's fingerprint and the
+    public information marked (the session's summary line), fixed when it started."""
 
     settings: RunSettings
     reproduce: str
     data_name: str
     fingerprint: str
+    public: str
 
 
 #: what a cost preview's times are (shown beside them)

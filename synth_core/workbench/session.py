@@ -561,7 +561,7 @@ class Workbench:
         self.worker = RunWorker(synth, kwargs, label=label,
                                 on_done=lambda w: self.budget.settle_run(held, w)).start()
         self._pending = PendingRun(s, self.reproduce_command(s), self.data_name,
-                                   held.fingerprint)
+                                   held.fingerprint, self.public_summary())
         return self.worker
 
     def _refuse_if_busy(self) -> None:
@@ -597,7 +597,8 @@ class Workbench:
         run = FinishedRun(len(self.runs) + 1, w.label, w.status, p.settings, w.events,
                           w.rho_spent, w.seconds, w.result, w.failure, p.reproduce, p.data_name,
                           p.fingerprint)
-        self.whatif.attach(run, self.loads, w.started_at)   # what-ifs made before the run
+        # what-ifs made before the run, from the public information it had
+        self.whatif.attach(run, self.loads, w.started_at, p.public)
         self.runs.append(run)
         self.worker = None
         if run.result is not None and isinstance(run.result.inputs.data.private, CountingBackend):

@@ -113,7 +113,8 @@ class WhatIfService(BackgroundService):
         self._cache: dict[str, WhatIfCurve] = {}
         self._failed: dict[str, WhatIfCurve] = {}    # shown, not cached: may be retried
         self._live: dict[str, WhatIfCurve] = {}      # in progress: estimates and measured points
-        self._log: list[tuple[float, int, WhatIfCurve]] = []   # (time, table, curve)
+        #: (time, table, the public information it was based on, curve)
+        self._log: list[tuple[float, int, str, WhatIfCurve]] = []
         self._lock = threading.Lock()
 
     def check_idle(self) -> None:
@@ -181,7 +182,7 @@ class WhatIfService(BackgroundService):
             if len(rows[m]) == len(epsilons) * seeds:
                 curve = entry_curve(basis, m, standin, rows[m], seeds=seeds,
                                     settings=curve_settings[m], seconds=time.time() - started[m])
-                self._keep(request.keys[m], curve, table)
+                self._keep(request.keys[m], curve, table, request.public)
             else:
                 self._update_live(request.keys[m], basis, m, standin, rows[m], seeds,
                                   curve_settings[m], estimators[m], epsilons)
@@ -219,7 +220,7 @@ class WhatIfService(BackgroundService):
         with self._lock:
             self._live[key] = curve
 
-    def _keep(self, key: str, curve: WhatIfCurve, table: int) -> None:
+    def _keep(self, key: str, curve: WhatIfCurve, table: int, public: str) -> None:
         """Cache a finished curve (a curve with failures is shown but not cached)
         and log it for the table's release reports."""
         with self._lock:
@@ -230,16 +231,20 @@ class WhatIfService(BackgroundService):
                 self._cache[key] = curve
                 self._failed.pop(key, None)
             if curve.points:
-                self._log.append((time.time(), table, curve))
+                self._log.append((time.time(), table, public, curve))
 
-    def report(self, table: int, before: float | None = None, settings=None) -> dict | None:
+    def report(self, table: int, before: float | None = None, settings=None,
+               public: str | None = None) -> dict | None:
         """The report's ``what_if`` block: predictions made on ``table`` before
-        ``before`` (a time). Only basis and predicted curves (public information);
+        ``before`` (a time) from the public information ``public`` (the session's
+        summary line; None: any), as the Workload page shows only those that are
+        not out of date. Only basis and predicted curves (public information);
         None if none were made. Each curve says whether its settings (workload,
         delta, rounds, ...) are those of ``settings`` (the run's)."""
         with self._lock:
-            made = [c for t, tab, c in self._log
-                    if tab == table and (before is None or t <= before)]
+            made = [c for t, tab, pub, c in self._log
+                    if tab == table and (before is None or t <= before)
+                    and (public is None or pub == public)]
         if not made:
             return None
         latest: dict = {}
@@ -258,12 +263,13 @@ class WhatIfService(BackgroundService):
         return {"made": True, "rho_spent": 0.0, "note": NOTHING_SPENT,
                 "basis": made[-1].basis, "curves": curves}
 
-    def attach(self, run, table: int, started_at: float | None) -> None:
+    def attach(self, run, table: int, started_at: float | None, public: str) -> None:
         """Add the ``what_if`` block to a finished run's report (what-ifs made
-        on ``table`` before the run started)."""
+        on ``table`` before the run started, from the public information
+        ``public`` the run had)."""
         if run is None or not run.ok:
             return
-        block = self.report(table, started_at, run.settings)
+        block = self.report(table, started_at, run.settings, public)
         if block is not None:
             check_release(block)
             run.result.report["what_if"] = block
