@@ -164,6 +164,11 @@ if wb.domain.left_out:
 schema_review_section(wb)
 
 st.markdown("**Edit a column**")
+if wb.domain.private_columns:
+    st.caption("Read off the private table (not protected): "
+               + ", ".join(f"**{c}**" for c in wb.schema.names if c in wb.domain.private_columns)
+               + ". Edit each with public knowledge and tick the box below it, or leave it out; "
+               "once none is left the domain counts as declared.")
 col = st.selectbox("Column", list(wb.schema.names), key="edit_column")
 spec = wb.schema.column(col)
 with st.form(f"edit_{col}", border=True):
@@ -180,11 +185,19 @@ with st.form(f"edit_{col}", border=True):
                          key=f"bins_{col}")
     missing = st.checkbox("Has a missing-value code (empty cells allowed)", value=spec.missing,
                           key=f"missing_{col}")
+    declared = False
+    if col in wb.domain.private_columns:
+        declared = st.checkbox(
+            "These values are public knowledge, not read off the private table", value=False,
+            key=f"declared_{col}",
+            help="This column's domain was read off the private table, which leaks its values. "
+                 "Replace them with what is publicly known (e.g. the full list of categories, "
+                 "a published age range) and tick this: the column then counts as declared.")
     applied = st.form_submit_button("Apply to column")
 if applied:
     try:
         wb.update_column(col, kind=kind, categories=cats, lower=lower, upper=upper, bins=bins,
-                         missing=missing)
+                         missing=missing, declared=declared)
         flash(f"Column '{col}' updated.")
         st.rerun()
     except SynthError:

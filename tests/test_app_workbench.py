@@ -460,3 +460,43 @@ def test_a_column_left_out_at_upload_says_what_to_do_in_the_app():
     ((column, why),) = w.domain.left_out
     assert column == "note" and "on the Data page" in why
     assert "categorical_columns=" not in why and "drop_columns=" not in why
+
+
+def test_columns_read_off_the_private_table_are_declared_one_by_one():
+    """An edit leaves a column read off the private table as it was unless the
+    user states the new values are public knowledge; once no such column is
+    left, the domain counts as declared (so the report says protected)."""
+    w = Workbench()
+    w.load_upload("people.csv", flagged_csv())
+    assert w.schema.source == "private"
+    assert w.domain.private_columns == set(w.schema.names)
+    w.update_column("sex", kind="categorical", categories="F, M")          # not stated
+    assert "sex" in w.domain.private_columns and w.schema.source == "private"
+    w.update_column("sex", kind="categorical", categories="F, M, X", declared=True)
+    assert "sex" not in w.domain.private_columns and w.schema.source == "private"
+    w.update_column("age", kind="numeric", lower=0, upper=120, bins=12, declared=True)
+    w.drop_column("is_public")
+    assert w.domain.private_columns == {"edu"} and w.schema.source == "private"
+    w.update_column("edu", kind="categorical", categories="low, mid, high", declared=True)
+    assert not w.domain.private_columns and w.schema.source == "declared"
+    assert "review" not in json.loads(w.domain.json_bytes())
+    w.update_settings(mechanism="mwem-pgm", **FAST)
+    w.start_run()
+    assert w.worker.wait(120)
+    run = w.collect()
+    assert run.ok and run.result.report["domain"]["protected"]
+
+
+def test_the_data_page_declares_a_column_with_its_box():
+    from test_app_pages import go, new_app
+    at = new_app()
+    wb = at.session_state["wb"]
+    wb.load_upload("people.csv", flagged_csv())
+    go(at, "app_pages/data.py")
+    at.selectbox(key="edit_column").set_value("sex").run()
+    assert "Read off the private table (not protected)" in "".join(c.value for c in at.caption)
+    at.text_input(key="cats_sex").set_value("F, M, X")
+    at.checkbox(key="declared_sex").check()
+    at.button[[b.label for b in at.button].index("Apply to column")].click().run()
+    assert not at.exception
+    assert "sex" not in wb.domain.private_columns and "age" in wb.domain.private_columns

@@ -99,17 +99,36 @@ class Domain:
     errors: dict[str, str] = field(default_factory=dict)
     #: (column, why) left out of the schema
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    #: the columns whose domain was read off the private table and not declared
+    #: since (the schema's source is "private" while there is one)
+    private_columns: frozenset[str] = frozenset()
 
-    def replace(self, schema: Schema | None, *, inferred: bool | None = None) -> None:
-        """Use ``schema`` (and say whether it was read off data, when given)."""
+    def replace(self, schema: Schema | None, *, inferred: bool | None = None,
+                private_columns: Sequence[str] | None = None) -> None:
+        """Use ``schema`` (and say whether it was read off data, and which of its
+        columns were read off the private table, when given; else a schema read
+        off the private table has all of them, any other none, and an unchanged
+        source keeps the list)."""
+        previous = self.schema
         self.schema = schema
         self.version += 1
         if inferred is not None:
             self.inferred = inferred
+        if schema is None or schema.source != "private":
+            self.private_columns = frozenset()
+        elif private_columns is not None:
+            self.private_columns = frozenset(private_columns) & set(schema.names)
+        elif previous is not None and previous.source == "private":
+            self.private_columns = self.private_columns & set(schema.names)
+        else:
+            self.private_columns = frozenset(schema.names)
 
-    def use(self, schema: Schema, *, inferred: bool) -> None:
+    def use(self, schema: Schema | None, *, inferred: bool,
+            private_columns: Sequence[str] | None = None) -> None:
         """A schema read or declared whole: not edited, no problems."""
-        self.replace(schema, inferred=inferred)
+        if private_columns is None:
+            private_columns = () if schema is None else schema.names
+        self.replace(schema, inferred=inferred, private_columns=private_columns)
         self.edited = False
         self.errors = {}
 
@@ -120,9 +139,11 @@ class Domain:
         self.sample_schema = sample_schema
         self.left_out = list(left_out)
 
-    def use_reviewed(self, schema: Schema, left_out: Sequence[tuple[str, str]]) -> None:
-        """A proposed schema the user reviewed, with the columns it leaves out (and why)."""
-        self.use(schema, inferred=True)
+    def use_reviewed(self, schema: Schema, left_out: Sequence[tuple[str, str]],
+                     private_columns: Sequence[str] = ()) -> None:
+        """A proposed schema the user reviewed, with the columns it leaves out (and
+        why) and those it read off the private table."""
+        self.use(schema, inferred=True, private_columns=private_columns)
         self.left_out = list(left_out)
 
     @property
@@ -152,22 +173,27 @@ class Domain:
     def edit_column(self, name: str, shown: pd.DataFrame | None,
                     check_fits: Callable[[Schema, str], None], *, kind: str,
                     categories=None, lower=None, upper=None, bins=None,
-                    missing: bool = False) -> None:
+                    missing: bool = False, declared: bool = False) -> None:
         """Replace one column's domain. Raises SchemaError/DataError naming the
         column (and records the message in :attr:`errors`) if the new spec is
         invalid or ``check_fits(schema, name)`` finds data that do not fit it;
-        the schema is then unchanged."""
+        the schema is then unchanged. ``declared``: the user states that the
+        new domain is public knowledge, not read off the private table; the
+        column then no longer counts as read off it, and once no column does,
+        the schema's source is "declared"."""
         schema = self._require()
         try:
             spec = build_spec(schema, shown, name, kind, categories, lower, upper, bins, missing)
+            left = self.private_columns - {name} if declared else self.private_columns
+            source = "declared" if schema.source == "private" and not left else schema.source
             new = Schema(tuple(spec if c.name == name else c for c in schema.columns),
-                         source=schema.source)
+                         source=source)
             check_fits(new, name)
         except SynthError as exc:
             self.errors[name] = str(exc)
             raise
         self.errors.pop(name, None)
-        self.replace(new)
+        self.replace(new, private_columns=left)
         self.edited = True
 
     def drop_column(self, name: str) -> None:
@@ -177,6 +203,10 @@ class Domain:
         keep = [n for n in schema.names if n != name]
         if not keep:
             raise SchemaError("the schema needs at least one column.", column=name)
-        self.replace(schema.project(keep))
+        left = self.private_columns - {name}
+        projected = schema.project(keep)
+        if schema.source == "private" and not left:   # the last column read off it goes
+            projected = Schema(projected.columns, source="declared")
+        self.replace(projected, private_columns=left)
         self.errors.pop(name, None)
         self.left_out = [x for x in self.left_out if x[0] != name] + [(name, "left out by you")]

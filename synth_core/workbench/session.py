@@ -69,7 +69,7 @@ class Workbench:
     * parts and state: ``source``, ``public`` (a PublicChoice: ``public.kind``,
       ``public.columns``, ``public.rows``, ``public.has_rows``), ``settings``,
       ``schema``, ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
-      ``domain.table()``, ``domain.json_bytes()``), ``target``,
+      ``domain.private_columns``, ``domain.table()``, ``domain.json_bytes()``), ``target``,
       ``loads``, ``messages``, ``runs``, ``worker``, ``compare``
       (``compare.worker``, ``compare.running``, ``compare.runs``,
       ``compare.stop()``), ``whatif`` (``whatif.worker``, ``whatif.running``,
@@ -274,19 +274,22 @@ class Workbench:
         schema = proposal.schema()
         self._check_schema_fits(schema)
         self.domain.use_reviewed(schema, [(n, "left out in the schema review")
-                                          for n in proposal.drops])
+                                          for n in proposal.drops],
+                                 private_columns=proposal.read_off_private)
         self.public = replace(self.public, columns=tuple(c for c in self.public.columns
                                                          if c in schema.names))
         self._proxy_cache.clear()
 
     def update_column(self, name: str, *, kind: str, categories: str | Sequence | None = None,
-                      lower=None, upper=None, bins=None, missing: bool = False) -> None:
-        """Replace one column's domain (see :meth:`Domain.edit_column`), checked
-        against the loaded tables; unchanged on error."""
+                      lower=None, upper=None, bins=None, missing: bool = False,
+                      declared: bool = False) -> None:
+        """Replace one column's domain (see :meth:`Domain.edit_column`; ``declared``:
+        the user states it is public knowledge), checked against the loaded
+        tables; unchanged on error."""
         self.require_data()
         self.domain.edit_column(name, self.data, self._check_schema_fits, kind=kind,
                                 categories=categories, lower=lower, upper=upper, bins=bins,
-                                missing=missing)
+                                missing=missing, declared=declared)
         self._proxy_cache.clear()
 
     def drop_column(self, name: str) -> None:
@@ -343,7 +346,8 @@ class Workbench:
         cols[flag] = spec
         # the column's domain was read off the private table
         self.domain.replace(Schema(tuple(cols[n] for n in self.data_columns if n in cols),
-                                   source="private"))
+                                   source="private"),
+                            private_columns=self.domain.private_columns | {flag})
 
     def set_public_table(self, filename: str, content: bytes) -> None:
         """Use an uploaded table as the public rows (checked against the schema;
