@@ -453,8 +453,9 @@ CALIBRATION = {
         "rounds) and all-2way (6 rounds, 20 fit iterations, 100 final): the geometric mean "
         "of error / x ** 0.5 over the 50 runs is 0.348, rounded to 0.35; every estimate is "
         "then within a factor 2.8 of the run (the worst: Independent at epsilon 10, whose "
-        "error stops falling at its independence floor; MWEM+PGM within 1.4). The shared "
-        "0.025 put MWEM+PGM 15 to 20 times below its runs."),
+        "error stops falling at its independence floor; MWEM+PGM within 1.4). With the "
+        "public-information 0.025 the estimates are 6 to 39 times below the runs "
+        "(benchmarks/whatif_prior.py)."),
     "floor_share": 0.75,
     "how": ("JAM-PGM (30 rounds, all-3way, delta 1e-9, bounded DP) on the titanic sample's "
             "public-rows stand-in, seed 0, measured errors 0.4125, 0.2662, 0.2115 at "
