@@ -35,8 +35,9 @@ EVIL = "flag'\"\n__import__('pathlib').Path('PWNED').touch()\n#\\"
 TINY = dict(rounds=3, fit_iters=5, final_fit_iters=10, workload="all-2way")
 
 
-def kernel_manager(folder: Path):
-    """A kernel manager for this interpreter, its spec in ``folder``."""
+def kernel_manager(folder: Path, scratch: Path | None = None):
+    """A kernel manager for this interpreter, its spec in ``folder`` (``scratch``: the
+    kernel's temporary folder, TMPDIR)."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
@@ -45,16 +46,19 @@ def kernel_manager(folder: Path):
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "synth test", "language": "python",
-        "env": {"PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}}))
+        "env": {"PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu",
+                **({"TMPDIR": str(scratch)} if scratch else {})}}))
     specs = KernelSpecManager(kernel_dirs=[str(spec.parent)], ensure_native_kernel=False)
     return KernelManager(kernel_name="synth-test", kernel_spec_manager=specs)
 
 
-def execute(notebook: dict | Path, cwd: Path):
-    """Run every cell of ``notebook`` in ``cwd``; the executed notebook."""
+def execute(notebook: dict | Path, cwd: Path, scratch: Path | None = None):
+    """Run every cell of ``notebook`` in ``cwd`` (``scratch``: the kernel's TMPDIR);
+    the executed notebook."""
     nb = (nbformat.read(str(notebook), as_version=4) if isinstance(notebook, Path)
           else nbformat.from_dict(notebook))
-    client = nbclient.NotebookClient(nb, km=kernel_manager(cwd / ".kernel"), timeout=600,
+    client = nbclient.NotebookClient(nb, km=kernel_manager(cwd / ".kernel", scratch),
+                                     timeout=600,
                                      resources={"metadata": {"path": str(cwd)}})
     client.execute()
     return nb
@@ -88,9 +92,18 @@ def test_three_bundled_notebooks_are_stored_clean():
         assert "/work/" not in text and "/home/" not in text and "C:\\\\" not in text
 
 
+def scratch_left(scratch: Path) -> list[str]:
+    """What a bundled notebook left in its kernel's temporary folder (its scratch
+    folders are named ``synth-*``; the release files and the curator-only result
+    store must not outlive the notebook)."""
+    return sorted(p.name for p in scratch.glob("synth-*"))
+
+
 @pytest.mark.slow
 def test_quickstart_runs_and_keeps_curator_values_apart(tmp_path):
-    nb = execute(NOTEBOOKS[0], tmp_path)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    nb = execute(NOTEBOOKS[0], tmp_path, scratch)
     html = texts(nb, "text/html")
     release = [h for h in html if "Release report" in h or "Run result" in h]
     assert release and all("This release satisfies" in h for h in release)
@@ -98,6 +111,7 @@ def test_quickstart_runs_and_keeps_curator_values_apart(tmp_path):
     assert any("CURATOR-ONLY" in h and "workload error (true)" in h for h in html)
     assert any("round 8 of 8" in h for h in html)       # the live bar, updated to the end
     assert "'repeat.ipynb', 'report.json', 'synthetic.csv'" in "".join(texts(nb))
+    assert "- still there: False" in "".join(texts(nb)) and scratch_left(scratch) == []
 
 
 @pytest.mark.slow
@@ -107,7 +121,10 @@ def test_quickstart_runs_and_keeps_curator_values_apart(tmp_path):
      ["CURATOR-ONLY comparison"]),
 ], ids=["teaching", "whatif-compare"])
 def test_teaching_and_compare_notebooks_run(tmp_path, index, printed, html):
-    nb = execute(NOTEBOOKS[index], tmp_path)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    nb = execute(NOTEBOOKS[index], tmp_path, scratch)
+    assert "- still there: False" in "".join(texts(nb)) and scratch_left(scratch) == []
     for text in printed:
         assert text in "".join(texts(nb))
     for text in html:
