@@ -37,7 +37,14 @@ def _show_proposal(proposal) -> None:
         st.markdown("**Left out:** " + ", ".join(proposal.drops))
     if proposal.codes:
         st.markdown("**Flagged as codes (categorical):** " + ", ".join(proposal.codes))
-    st.dataframe(proposal.table("app"), hide_index=True)
+    if proposal.one_per_record:
+        st.warning("**One category per record** (columns "
+                   f"{', '.join(proposal.one_per_record)}): nearly every row has its own value, "
+                   "so the category list is almost the column itself, published with a schema "
+                   "read off the private table. Keep such a column only if its values are "
+                   "public knowledge; else leave it out.", icon=":material/shield:")
+    st.dataframe(proposal.table("app"), hide_index=True,
+                 column_config={"note": st.column_config.TextColumn(width="large")})
 
 
 def schema_review_section(wb) -> None:

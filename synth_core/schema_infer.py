@@ -36,6 +36,7 @@ domain still holds private values; replace them with public knowledge
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,8 @@ class ColumnDecision:
     private_values: tuple = ()
     #: the caller chose this column's kind or left it out
     chosen: bool = False
+    #: kept as categories though nearly every row has its own value (the caller's choice)
+    one_per_record: bool = False
 
     @property
     def kept(self) -> bool:
@@ -121,6 +124,12 @@ class Proposal:
                      if d.kept and (not self.has_public or d.private_values))
 
     @property
+    def one_per_record(self) -> tuple[str, ...]:
+        """Columns kept as categories (the caller's choice) though nearly every row
+        has its own value: their category list is almost the column itself."""
+        return tuple(d.name for d in self.decisions if d.kept and d.one_per_record)
+
+    @property
     def private_values(self) -> dict[str, list]:
         """Column -> values of its domain seen in the private table only (with public rows)."""
         return {d.name: list(d.private_values) for d in self.decisions
@@ -146,6 +155,7 @@ class Proposal:
                "read_off_private": list(self.read_off_private),
                "proposed_drops": list(self.drops),
                "flagged_codes": list(self.codes),
+               "one_category_per_record": list(self.one_per_record),
                "notes": self.notes(interface)}
         if self.has_public:
             out["private_only_values"] = self.private_values
@@ -262,7 +272,10 @@ def _decide(name: str, private: pd.Series, values: pd.Series, choice: str | None
     if prof.distinct == 0:
         return ColumnDecision(name, "empty", None, "every cell is empty: left out.")
     if choice is not None:
-        return ColumnDecision(name, choice, _spec(name, values, choice, bins), chosen=True)
+        unique = choice == "categorical" and _is_identifier(prof)
+        return ColumnDecision(name, choice, _spec(name, values, choice, bins),
+                              _one_per_record_note(name, prof) if unique else "",
+                              chosen=True, one_per_record=unique)
     if _is_identifier(prof):
         return ColumnDecision(name, "identifier", None, (
             f"a distinct value in {prof.distinct:,} of {len(prof.present):,} rows: it looks like "
@@ -285,6 +298,16 @@ def _is_identifier(prof: _Profile) -> bool:
     rows = len(prof.present)
     return (rows >= ID_MIN_ROWS and prof.distinct >= ID_SHARE * rows
             and (prof.kind in ("text", "mixed") or prof.whole))
+
+
+def _one_per_record_note(name: str, prof: _Profile) -> str:
+    """The warning on a column chosen categorical that has a distinct value in
+    (almost) every row: its category list is (almost) the column itself."""
+    return (f"your choice keeps {prof.distinct:,} categories for {len(prof.present):,} rows, "
+            "nearly one per record: the category list is almost every record's value of this "
+            "column, and a schema read off the private table publishes it with the release. "
+            f"Keep it only if these values are public knowledge; else leave it out "
+            f"({{drop:{name}}}).")
 
 
 def _decide_number(name: str, values: pd.Series, prof: _Profile, *, bins: int,
@@ -378,7 +401,7 @@ def _with_private_values(decision: ColumnDecision, public: pd.Series | None,
         only += ("a missing-value code (only the private rows have empty cells)",)
     if not only:
         return decision
-    return ColumnDecision(decision.name, decision.role, spec, decision.note, only, decision.chosen)
+    return dataclasses.replace(decision, private_values=only)
 
 
 def _numbers(values: pd.Series) -> np.ndarray:

@@ -71,3 +71,18 @@ def test_a_choice_that_conflicts_is_shown_as_an_error_naming_the_widgets():
     at.multiselect(key=f"{key}_numeric").set_value(["age"])
     at.multiselect(key=f"{key}_drop").set_value(["age"]).run()
     assert any("chosen both" in e.value for e in at.error)
+
+
+def test_keeping_the_row_number_as_categories_is_warned_about_by_name():
+    """Choosing 'Categorical columns' for a column with a value per row keeps it, and
+    the page says that its category list is almost every record's value."""
+    at, wb = data_page_with_upload()
+    key = f"review_{wb.loads}"
+    assert not any("One category per record" in w.value for w in at.warning)
+    at.multiselect(key=f"{key}_categorical").set_value(["row"]).run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "One category per record" in w.value)
+    assert "(columns row)" in warning
+    table = next(d.value for d in at.dataframe if "decision" in d.value.columns)
+    notes = dict(zip(table["column"], table["note"]))
+    assert "200 categories for 200 rows" in notes["row"] and "'Leave out'" in notes["row"]

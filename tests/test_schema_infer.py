@@ -284,6 +284,23 @@ def test_proposal_identifiers_need_enough_rows_and_floats_are_not_identifiers():
     assert propose_schema(text).drops == ("name",)
 
 
+def test_free_text_chosen_categorical_is_named_as_one_category_per_record():
+    """Keeping a free-text column as categories is the caller's choice, but its category
+    list is nearly every record's value: the decision says so, with the control that
+    leaves it out, and the review block lists it; ordinary categorical choices do not."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"note": [f"blue blue {i}" for i in range(399)] + ["blue blue 1"],
+                       "sex": rng.choice(["F", "M"], 400),
+                       "age": rng.integers(18, 80, 400)})
+    proposal = propose_schema(df, categorical=["note", "age"])
+    assert proposal.one_per_record == ("note",)
+    note = proposal.notes("cli")["note"]
+    assert "399 categories for 400 rows" in note and "--drop note" in note
+    assert "age" not in proposal.notes("cli")
+    assert proposal.to_json()["review"]["one_category_per_record"] == ["note"]
+    assert propose_schema(df).one_per_record == ()      # left out as an identifier instead
+
+
 def test_fixed_width_codes_are_flagged_and_quantities_are_not():
     rng = np.random.default_rng(0)
     codes = pd.DataFrame({"station": rng.choice(np.arange(100, 999, 7), 400),
