@@ -77,6 +77,9 @@ else:
                      "the schema and will be synthesised); drop it on the Data page if it "
                      "only marked rows." if old_flag and old_flag in wb.schema.names else ""))
             st.rerun()
+    caveat = active.caveat(wb.schema) if active else None
+    if caveat:
+        st.warning(caveat, icon=":material/filter_alt:")
 
 st.subheader("Public columns")
 st.caption("Columns known for every record (e.g. published census attributes). The guarantee "

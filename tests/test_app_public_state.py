@@ -95,3 +95,25 @@ def test_a_filter_after_a_flag_says_the_flag_column_is_data_again():
     use_filter(at, "sex", ["F"])
     assert "is_public" in wb.schema.names
     assert "The former flag column 'is_public' is a data column again" in texts(at)
+
+
+def test_a_filter_on_a_synthesised_column_says_the_public_rows_tell_nothing_about_it():
+    """Under 'sex is female' every public row is female and no private row is: the
+    page says so, naming the column and how to leave it out."""
+    from synth_core.workbench.public import FilteredRows
+    at = go(load_titanic(new_app()), "app_pages/public.py")
+    wb = at.session_state["wb"]
+    assert not any("say nothing about" in w.value for w in at.warning)
+    use_filter(at, "sex", ["female"])
+    warning = next(w.value for w in at.warning if "say nothing about" in w.value)
+    assert warning.startswith("Every public row has sex in {female}")
+    assert "Leave 'sex' out of the schema" in warning
+    # by construction: the split's private rows hold none of the filter's values
+    public = wb.public.rows.frame(wb.source)
+    assert len(public) and (public["sex"].astype(str) == "female").all()
+    # the way out it names: the column marks the rows and is no longer synthesised
+    wb.drop_column("sex")
+    at.run()
+    assert not any("say nothing about" in w.value for w in at.warning)
+    assert FilteredRows("sex", ("female",)).caveat(wb.schema) is None
+    assert "sex" not in wb.prepare().schema.names and wb.public.kind == "filter"

@@ -167,6 +167,21 @@ class FilteredRows:
     def check_fits(self, schema: Schema) -> None:
         """The filtered rows are rows of the private table: checked with it."""
 
+    def caveat(self, schema: Schema) -> str | None:
+        """What the split does to the filter column while it is still synthesised
+        (None once it is left out): the public rows hold only ``values`` there and
+        the private rows none of them, so the public rows say nothing about it."""
+        if self.column not in schema.names:
+            return None
+        shown = ", ".join(map(str, self.values))
+        return (f"Every public row has {self.column} in {{{shown}}} and, by this split, no "
+                f"private row does: the public rows say nothing about how {self.column} is "
+                f"spread among the private records, so every marginal with {self.column} "
+                "is far off in the public rows (the public proxy error below shows how far) and "
+                "rests on private measurements. If the column only marks which rows are "
+                "public, leave it out of the schema on the Data page (its column editor: "
+                f"'Leave '{self.column}' out of the schema').")
+
     def cli(self, sample_public: str | None, columns: Sequence[str]) -> tuple[list, list]:
         """``--public-flag`` with a flag name the table does not use yet, and a
         note saying which column to add to the file."""
