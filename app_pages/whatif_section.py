@@ -121,6 +121,9 @@ def show_curves(curves) -> None:
         st.info(f"**What the prediction for {names} is based on.** {basis}",
                 icon=":material/info:")
     for c in curves:
+        if c.flat_note:
+            st.warning(f"**{key_title(c.mechanism)}: a flat prediction.** {c.flat_note}",
+                       icon=":material/trending_flat:")
         for f in c.failures:
             st.warning(f"{key_title(c.mechanism)}, {f}")
     if any(c.domain_warning for c in curves):

@@ -73,6 +73,10 @@ STANDINS = {
 PUBLIC_SPLITS = ("bootstrap", "halves")
 NOTHING_SPENT = "No privacy budget was spent: the private table was not used."
 ESTIMATE, MEASURED = "estimate", "measured"
+#: a public-rows stand-in curve reads "flat" when its measured errors over at least
+#: :data:`FLAT_SPAN` (a decade) of epsilon stay within this factor of each other
+FLAT_RATIO = 1.25
+FLAT_SPAN = 10.0
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,33 @@ class WhatIfCurve:
     def complete(self) -> bool:
         """Every point measured by stand-in runs (no estimate left)."""
         return bool(self.points) and all(p.kind == MEASURED for p in self.points)
+
+    @property
+    def flat_note(self) -> str | None:
+        """Why a nearly flat curve of a mechanism that uses public rows, on the
+        public-rows stand-in, says little about the real table (None otherwise).
+
+        On that stand-in the public rows and the stand-in private table come from
+        the same rows, so the public measurements are nearly right and epsilon buys
+        little; on the real table the gain depends on how far the real public rows
+        are from the private ones, which public information alone cannot show."""
+        mech = MECHANISMS.get(self.mechanism)
+        measured = [p for p in self.points if p.kind == MEASURED]
+        if (self.standin != "public-rows" or mech is None or not mech.capabilities.public_rows
+                or len(measured) < 2):
+            return None
+        eps = [p.epsilon for p in measured]
+        errs = [p.mean for p in measured]
+        if max(eps) < FLAT_SPAN * min(eps) or max(errs) > FLAT_RATIO * min(errs):
+            return None
+        return (f"The predicted error hardly changes with epsilon (between {min(errs):.3g} and "
+                f"{max(errs):.3g} for epsilon {min(eps):g} to {max(eps):g}). On this stand-in "
+                "the public rows are drawn from the same rows as the stand-in private table, so "
+                "the mechanism's public measurements are nearly right and more budget buys "
+                "little. On the real table the gain from epsilon depends on how far the real "
+                "public rows are from the private ones, which a prediction from public "
+                "information alone cannot see: read this curve as what the public rows give "
+                "if they are unbiased, not as a forecast.")
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"mechanism": self.mechanism, "epsilon": p.epsilon,

@@ -246,3 +246,24 @@ def test_estimates_at_once_then_runs_replace_them_never_reading_the_private_tabl
     kinds = {p.epsilon: p.kind for p in live.points}
     assert kinds[0.1] == MEASURED and kinds[1.0] == ESTIMATE     # the smallest epsilon first
     assert wb.session_rho_spent() == 0 and not wb.runs
+
+
+def test_a_flat_public_rows_curve_says_what_it_cannot_see():
+    """A mechanism that uses public rows, on the public-rows stand-in, whose measured
+    error barely moves over a decade of epsilon gets the note; a falling curve, a
+    mechanism without public rows, estimates alone or a narrow span do not."""
+    from synth_core.whatif import WhatIfCurve, WhatIfPoint
+
+    def curve(mechanism, errors, eps=(0.1, 1.0, 10.0), kind=MEASURED, standin="public-rows"):
+        pts = [WhatIfPoint(e, m, m, m, (m,) if kind == MEASURED else (), kind)
+               for e, m in zip(eps, errors)]
+        return WhatIfCurve(mechanism, standin, pts, "basis", 400, 1, {})
+
+    note = curve("jam-pgm", [0.756, 0.743, 0.754]).flat_note
+    assert note and "between 0.743 and 0.756 for epsilon 0.1 to 10" in note
+    assert "cannot see" in note
+    assert curve("jam-pgm", [0.9, 0.5, 0.2]).flat_note is None
+    assert curve("mwem-pgm", [0.756, 0.743, 0.754]).flat_note is None
+    assert curve("jam-pgm", [0.756, 0.743, 0.754], kind=ESTIMATE).flat_note is None
+    assert curve("jam-pgm", [0.75, 0.74], eps=(1.0, 3.0)).flat_note is None
+    assert curve("jam-pgm", [0.75, 0.74, 0.75], standin="independent").flat_note is None
