@@ -7,6 +7,7 @@ import streamlit as st
 
 from app_pages.common import attempt, flash, show_error
 from synth_core.errors import SynthError
+from synth_core.schema import INFER_MAX_CATEGORIES as LOADER_MAX_CATEGORIES
 
 INTRO = ("The workbench reads the table (and the public rows, if any) and proposes a kind for "
          "every column, with the reason: likely identifiers are left out, whole-number codes "
@@ -24,8 +25,9 @@ def _overrides(columns: list[str], key: str) -> dict:
             "drop": c3.multiselect("Leave out", columns, key=f"{key}_drop")}
 
 
-def _show_proposal(proposal) -> None:
-    """The warning, the flagged columns and one row per column."""
+def _show_proposal(proposal, in_use) -> None:
+    """The warning, the flagged columns, how the proposal differs from the schema
+    ``in_use``, and one row per column."""
     if proposal.read_off_private:
         st.warning(f"**Values read off the private table** (columns "
                    f"{', '.join(proposal.read_off_private)}): the category lists and bounds of "
@@ -43,6 +45,14 @@ def _show_proposal(proposal) -> None:
                    "so the category list is almost the column itself, published with a schema "
                    "read off the private table. Keep such a column only if its values are "
                    "public knowledge; else leave it out.", icon=":material/shield:")
+    differences = proposal.differences(in_use)
+    if differences:
+        st.info("**The proposal differs from the schema in use** (nothing changes until you "
+                "press Use this schema):\n" + "\n".join(f"- {d}" for d in differences)
+                + f"\n\nThe schema in use was read on loading, where a column of numbers "
+                f"with at most {LOADER_MAX_CATEGORIES} distinct values keeps one category per "
+                f"value; the proposal bins numbers with more than {proposal.bins} distinct "
+                "values and leaves likely identifiers out.", icon=":material/compare_arrows:")
     st.dataframe(proposal.table("app"), hide_index=True,
                  column_config={"note": st.column_config.TextColumn(width="large")})
 
@@ -62,7 +72,7 @@ def schema_review_section(wb) -> None:
         except SynthError as exc:
             show_error(exc)
             return
-        _show_proposal(proposal)
+        _show_proposal(proposal, wb.schema)
         c1, c2 = st.columns(2)
         if c1.button("Use this schema", key=f"{key}_use", type="primary"):
             if attempt(wb.use_proposed_schema, proposal):

@@ -36,6 +36,8 @@ import pandas as pd
 from .errors import DataError, SchemaError
 
 DEFAULT_BINS = 32
+#: :func:`infer_schema`: a column with more distinct values is binned (numbers) or refused (text)
+INFER_MAX_CATEGORIES = 100
 MISSING_LABEL = "<missing>"
 KINDS = ("categorical", "numeric")
 SOURCES = ("declared", "public", "private")
@@ -646,7 +648,7 @@ def load_schema(path) -> Schema:
 
 
 def infer_schema(df: pd.DataFrame, *, source: Literal["public", "private"],
-                 max_categories: int = 100, bins: int = DEFAULT_BINS,
+                 max_categories: int = INFER_MAX_CATEGORIES, bins: int = DEFAULT_BINS,
                  numeric_columns: Iterable[str] | None = None,
                  categorical_columns: Iterable[str] | None = None) -> Schema:
     """Read a domain off a table.

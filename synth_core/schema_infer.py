@@ -167,6 +167,20 @@ class Proposal:
         spec.pop(REVIEW_KEY, None)    # this review names the columns one by one
         return {REVIEW_KEY: self.review(interface), **spec}
 
+    def differences(self, in_use: Schema) -> list[str]:
+        """Columns whose proposed kind differs from the schema ``in_use`` (kept against
+        left out, categorical against numeric), each as "column: in use ...;
+        proposed ..."."""
+        out = []
+        for d in self.decisions:
+            now = in_use.column(d.name) if d.name in in_use.names else None
+            if (now is None) == (d.spec is None) and (now is None or now.kind == d.spec.kind):
+                continue
+            was = "left out" if now is None else _kind_summary(now)
+            out.append(f"{d.name}: in use {was}; proposed "
+                       + (_kind_summary(d.spec) if d.kept else f"left out ({d.role})"))
+        return out
+
     def table(self, interface: str = "app") -> pd.DataFrame:
         """One row per column: decision, kind, domain summary, private values, note."""
         rows = []
@@ -447,6 +461,13 @@ def _decision_label(d: ColumnDecision) -> str:
     if d.chosen and d.kept:
         return f"{d.role} (your choice)"
     return labels.get(d.role, d.role)
+
+
+def _kind_summary(spec: ColumnSpec) -> str:
+    """A column's kind and size: "categorical (63 categories)", "numeric (32 bins)"."""
+    if spec.kind == "categorical":
+        return f"categorical ({len(spec.categories):,} categories)"
+    return f"numeric ({spec.bins} bins)"
 
 
 def _domain_summary(spec: ColumnSpec) -> str:

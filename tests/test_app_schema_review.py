@@ -86,3 +86,16 @@ def test_keeping_the_row_number_as_categories_is_warned_about_by_name():
     table = next(d.value for d in at.dataframe if "decision" in d.value.columns)
     notes = dict(zip(table["column"], table["note"]))
     assert "200 categories for 200 rows" in notes["row"] and "'Leave out'" in notes["row"]
+
+
+def test_the_page_names_where_the_proposal_differs_from_the_schema_in_use():
+    """Ages (about 70 distinct whole numbers) load as one category per value (at most
+    100 on loading) and are proposed as 32 bins; the row number loads binned and is
+    proposed left out: the page says so, column by column, before anything is used."""
+    at, wb = data_page_with_upload()
+    assert wb.schema.column("age").kind == "categorical"
+    info = next(i.value for i in at.info if "differs from the schema in use" in i.value)
+    n_age = len(wb.schema.column("age").categories)
+    assert f"- age: in use categorical ({n_age} categories); proposed numeric (32 bins)" in info
+    assert "- row: in use numeric (32 bins); proposed left out (identifier)" in info
+    assert "sex:" not in info          # the same kind in both
