@@ -212,9 +212,14 @@ class ColumnSpec:
         return np.linspace(self.lower, self.upper, self.bins + 1)
 
     def labels(self) -> list[str]:
-        """A human-readable label for every code, in code order."""
+        """A human-readable label for every code, in code order: a category, the
+        whole numbers an integer column's bin holds ("20–21"), or a bin's interval."""
         if self.kind == "categorical":
             out = [str(c) for c in self.categories]
+        elif self.integer:    # the whole numbers each bin holds (and decodes to)
+            dash = " to " if self.lower < 0 else "–"
+            out = [str(lo) if lo == hi else f"{lo}{dash}{hi}"
+                   for lo, hi in zip(*self._integer_ranges())]
         else:
             edges = _compact_numbers(self.bin_edges())
             out = [f"[{lo}, {hi})" for lo, hi in zip(edges[:-1], edges[1:])]

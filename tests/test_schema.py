@@ -304,10 +304,23 @@ def test_decode_rejects_codes_out_of_range():
 def test_labels():
     schema = example_schema()
     assert schema.column("workclass").labels() == ["Federal-gov", "Local-gov", MISSING_LABEL]
-    assert numeric(lower=0, upper=10, bins=4).labels() == [
+    assert numeric(lower=0, upper=10, bins=4, integer=False).labels() == [
         "[0, 2.5)", "[2.5, 5)", "[5, 7.5)", "[7.5, 10]"]
+    # an integer column's bins are labelled by the whole numbers they hold: each
+    # value encodes to the bin whose label names it, and decodes back into it
+    column = numeric(lower=0, upper=10, bins=4)
+    assert column.integer and column.labels() == ["0–2", "3–4", "5–7", "8–10"]
+    one = Schema((column,), source="declared")
+    codes = one.encode(pd.DataFrame({"x": range(11)}))["x"]
+    assert [column.labels()[c] for c in codes] == ["0–2"] * 3 + ["3–4"] * 2 + ["5–7"] * 3 \
+        + ["8–10"] * 3
+    decoded = one.decode(pd.DataFrame({"x": np.repeat(np.arange(4), 50)}),
+                         np.random.default_rng(0))["x"]
+    assert set(decoded[:50]) <= {0, 1, 2} and set(decoded[50:100]) <= {3, 4}
+    assert numeric(lower=-3, upper=4, bins=2).labels() == ["-3 to 0", "1 to 4"]
+    assert numeric(lower=0, upper=3, bins=4).labels() == ["0", "1", "2", "3"]
     ages = schema.column("age").labels()
-    assert len(ages) == 32 and ages[0] == "[17, 19.28)" and ages[-1] == "[87.72, 90]"
+    assert len(ages) == 32 and ages[0] == "17–19" and ages[-1] == "88–90"
 
 
 def test_names_sizes_and_project():
