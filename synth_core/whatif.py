@@ -163,9 +163,9 @@ class WhatIfCurve:
         public-rows stand-in, says little about the real table (None otherwise).
 
         On that stand-in the public rows and the stand-in private table come from
-        the same rows, so the public measurements are nearly right and epsilon buys
-        little; on the real table the gain depends on how far the real public rows
-        are from the private ones, which public information alone cannot show."""
+        the same rows, so the error stays near those rows' sampling floor and epsilon
+        buys little; on the real table the gain depends on how far the real public
+        rows are from the private ones, which public information alone cannot show."""
         mech = MECHANISMS.get(self.mechanism)
         measured = [p for p in self.points if p.kind == MEASURED]
         if (self.standin != "public-rows" or mech is None or not mech.capabilities.public_rows
@@ -178,8 +178,9 @@ class WhatIfCurve:
         return (f"The predicted error hardly changes with epsilon (between {min(errs):.3g} and "
                 f"{max(errs):.3g} for epsilon {min(eps):g} to {max(eps):g}). On this stand-in "
                 "the public rows are drawn from the same rows as the stand-in private table, so "
-                "the mechanism's public measurements are nearly right and more budget buys "
-                "little. On the real table the gain from epsilon depends on how far the real "
+                "whatever the budget the error stays near what those rows can show (their "
+                "sampling floor), and more budget buys little. On the real table the gain from "
+                "epsilon depends on how far the real "
                 "public rows are from the private ones, which a prediction from public "
                 "information alone cannot see: read this curve as what the public rows give "
                 "if they are unbiased, not as a forecast.")
