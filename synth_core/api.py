@@ -666,7 +666,8 @@ class Synthesizer:
             public_rows=inputs.public_label, public_columns=inputs.public.columns,
             private_columns=_private_columns(inputs),
             domain_source=inputs.schema.source, research_mode=engine.noise.mode == "research",
-            spent=engine.ledger.spent, seeded=seeded)
+            spent=engine.ledger.spent, seeded=seeded,
+            conditional_on=engine.mechanism.conditional_on)
         privacy = {
             "accounting": "rho-zCDP, fully adaptive composition",
             "epsilon": cfg.epsilon, "delta": cfg.delta, "rho": rho,

@@ -55,7 +55,9 @@ DOMAIN_NOTES = {
 def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: str,
                       public_rows: str | None, public_columns=(), private_columns=(),
                       domain_source: str, research_mode: bool, spent: float,
-                      seeded: bool = True) -> str:
+                      seeded: bool = True, conditional_on=()) -> str:
+    """The release's privacy statement, in words (``conditional_on``: the public
+    columns a conditional run copies from every record into the synthetic data)."""
     if public_columns:
         unit = ("replacing the private-column values of one record (bounded DP; the number "
                 "of records and every record's public-column values are public)"
@@ -82,6 +84,11 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
                      "for every record and used without protection (their marginals are "
                      "measured exactly); the guarantee protects the private columns"
                      + protected + " only.")
+    if conditional_on:
+        lines.append("Conditional generation: every synthetic record carries one real "
+                     "record's own values of " + ", ".join(conditional_on) + ", copied as "
+                     "they are (their joint counts equal the private table's exactly); only "
+                     "the private columns were generated.")
     lines.append(DOMAIN_NOTES[domain_source])
     if research_mode:
         lines.append("Research mode: noise is continuous Gaussian from a seeded pseudo-random "

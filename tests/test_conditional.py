@@ -217,7 +217,18 @@ def test_report_records_the_conditioning(request, fixture):
     assert measured_public == kept
     assert len(kept) == 3 + 3 and cond["conditioning_marginals_dropped"] == []
     assert result.report["public_information"]["private_columns"] == PRIVATE_COLS
-    assert "protects the private columns (income, hours)" in result.report["privacy"]["statement"]
+    statement = result.report["privacy"]["statement"]
+    assert "protects the private columns (income, hours)" in statement
+    # the statement says the public values are real records' own (the test above checks it)
+    assert ("Conditional generation: every synthetic record carries one real record's own "
+            f"values of {', '.join(PUBLIC_COLS)}, copied as they are") in statement
+
+
+def test_a_plain_public_columns_run_does_not_claim_to_copy_them(small_private, small_schema):
+    result, _ = run(small_private, small_schema, "vjam-pgm", rounds=4)
+    assert result.report.get("conditional_generation") is None
+    statement = result.report["privacy"]["statement"]
+    assert "protects the private columns" in statement and "Conditional" not in statement
 
 
 def test_conditional_aim_fits_only_marginals_with_a_private_column(cond_aim):
