@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -170,7 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "run, with the run's full configuration). Running the same command again "
                     "resumes: finished runs are skipped, failed ones tried again. Prints one JSON "
                     "line per finished run. The store holds CURATOR-ONLY figures (true errors "
-                    "from the private data); every run spends its own privacy budget.",
+                    "from the private data); every run spends its own privacy budget, and a "
+                    "dataset whose table has a budget account in the workbench's budgets folder "
+                    "($SYNTH_WORKBENCH_OUT/budgets, default out/budgets) is charged to it: the "
+                    "sweep is refused before it starts if its runs would pass that total.",
         epilog=SWEEP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sweep.add_argument("spec", metavar="SPEC", help="the sweep spec, .toml or .json")
     sweep.add_argument("--store", metavar="DIR",
@@ -202,6 +206,12 @@ bundled sample instead of files):
   name = "titanic"
   sample = "titanic"         # or: data = "priv.csv", public = "pub.csv", schema = "domain.json"
   public_columns = ["sex", "pclass"]
+
+each finished run prints one JSON line (CURATOR-ONLY): workload_error is the true
+workload error (mean L1 distance of the synthetic and private marginals, 0 to 2);
+workload_error_private the same over the marginals with a column outside the
+dataset's public_columns (null without public columns); rho and rho_spent its
+ledger's total and spend. A run warning is printed once, as "synth: warning: ...".
 
 examples:
   synth sweep sweep.toml                      # run (or resume) into out/sweeps/titanic-small
@@ -256,7 +266,9 @@ def _add_schema_parser(sub) -> None:
 
 def _add_budget_arguments(run) -> None:
     budget = run.add_argument_group(
-        "total budget of the table (every run on it is charged; see docs/trust.md)")
+        "total budget of the table (every run on it is charged; see docs/trust.md). Without "
+        "--budget-file, a table whose total was set in the workbench is charged to that account "
+        "(found by the table's content in $SYNTH_WORKBENCH_OUT/budgets, default out/budgets)")
     budget.add_argument("--budget-file", metavar="PATH",
                         help="the table's budget account (JSON): the run's rho is reserved in "
                              "it before the run starts, and the run refused when the table's "
@@ -276,22 +288,27 @@ def _add_budget_arguments(run) -> None:
 
 
 def _budget_account(args, data, data_name):
-    """The --budget-file account of the run's table (None without --budget-file),
-    with the data and its name as the run should take them: the memory backend's
-    table is loaded here, once, to fingerprint it, and the run reuses the frame."""
-    if not args.budget_file:
-        return None, data, data_name
+    """The run's table's budget account (:func:`~synth_core.workbench.budget.run_account`:
+    the --budget-file account, else the one the workbench keeps for this table, else
+    None), with the data and its name as the run should take them: the memory
+    backend's table is loaded here, once, to fingerprint it, and the run reuses the
+    frame."""
     import pandas as pd
 
-    from .budget import fingerprint_source, open_for_table, table_fingerprint, table_label
+    from .budget import table_label
     from .tables import load_table
-    label = table_label(args.data, args.budget_label or args.sample)
+    from .workbench.budget import run_account
     if args.backend == "memory" and not isinstance(data, pd.DataFrame):
         data, data_name = load_table(data), data_name or Path(data).name
-    account = open_for_table(args.budget_file, fingerprint=table_fingerprint(data), label=label,
-                             epsilon=args.budget_total_epsilon, delta=args.budget_delta,
-                             default_delta=args.delta, fingerprint_of=fingerprint_source(data))
-    if args.budget_label and args.budget_label != account.label:
+    account = run_account(data, budget_file=args.budget_file,
+                          label=table_label(args.data, args.budget_label or args.sample),
+                          epsilon=args.budget_total_epsilon, delta=args.budget_delta,
+                          default_delta=args.delta)
+    if account is not None and not args.budget_file:
+        print(f"synth: note: this table has a budget account in the workbench's budgets "
+              f"folder ('{account.path}', '{account.label}', {account.left_text(args.delta)} "
+              "left): the run is charged to it", file=sys.stderr)
+    if args.budget_label and account is not None and args.budget_label != account.label:
         print(f"synth: note: the budget account keeps its label '{account.label}' "
               "(--budget-label names a new account only)", file=sys.stderr)
     return account, data, data_name
@@ -561,6 +578,7 @@ def _sweep(args) -> int:
     import json
 
     from .experiments import RUN_COLUMNS, ResultStore, Sweep, pending_jobs, run_sweep
+    from .workbench.budget import SweepCharges
 
     sweep = Sweep.from_file(args.spec)
     store = ResultStore(args.store or Path("out") / "sweeps" / _slug(sweep.name))
@@ -576,6 +594,11 @@ def _sweep(args) -> int:
         return 0
     print(f"synth: sweep {sweep.name!r}: {sweep.size} runs, {done} already in {store.root}, "
           f"{len(todo)} to run", file=sys.stderr, flush=True)
+    charges = SweepCharges.for_jobs(todo)   # refused here if a table's total would be passed
+    for name, account in charges.accounts().items():
+        print(f"synth: note: dataset '{name}' has a budget account in the workbench's budgets "
+              f"folder ('{account.path}', '{account.label}', {account.left_text()} left): "
+              "each of its runs is charged to it", file=sys.stderr, flush=True)
 
     def start(job, i, total):
         print(f"synth: run {i + 1} of {total}: {job.label()}", file=sys.stderr, flush=True)
@@ -585,14 +608,39 @@ def _sweep(args) -> int:
             print(f"  [{job.label()}] {ev.describe()}", file=sys.stderr, flush=True)
 
     failed = 0
-    for row in run_sweep(sweep, store, isolate=args.isolate, quiet=args.quiet,
-                         on_start=start, on_event=event):
-        failed += row.get("status") != "finished"
-        print(json.dumps({k: row.get(k) for k in RUN_COLUMNS if k != "config"}, default=str),
-              flush=True)
+    with _run_warnings_once():
+        for row in run_sweep(sweep, store, isolate=args.isolate, quiet=args.quiet,
+                             on_start=start, on_event=event, charge=charges):
+            failed += row.get("status") != "finished"
+            print(json.dumps({k: row.get(k) for k in RUN_COLUMNS if k != "config"},
+                             default=str), flush=True)
     print(f"synth: sweep done: results in {store.root} (CURATOR-ONLY)"
           + (f"; {failed} run(s) failed (run again to retry)" if failed else ""), file=sys.stderr)
     return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _run_warnings_once():
+    """Within the block, each distinct RunWarning is printed once as one line,
+    ``synth: warning: ...`` (not Python's form with the source line); other
+    warnings as usual."""
+    import warnings
+
+    from .api import RunWarning
+    seen: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", RunWarning)
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if not issubclass(category, RunWarning):
+                return shown(message, category, filename, lineno, file, line)
+            if str(message) not in seen:
+                seen.add(str(message))
+                print(f"synth: warning: {message}", file=sys.stderr, flush=True)
+
+        warnings.showwarning = show
+        yield
 
 
 def _slug(name: str) -> str:

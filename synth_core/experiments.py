@@ -35,7 +35,7 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import pandas as pd
@@ -565,13 +565,24 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> tuple[list[Job], int]:
     return todo, len(jobs) - len(todo)
 
 
+class JobCharge(Protocol):
+    """Charges a sweep's runs to their tables' budget accounts: ``reserve`` before a
+    job reads its data (raising when it does not fit), ``settle`` after it with the
+    rho it spent (None: unknown, the whole reservation counts)."""
+
+    def reserve(self, job: Job) -> object: ...
+
+    def settle(self, hold: object, rho_spent: float | None) -> None: ...
+
+
 def run_sweep(sweep: Sweep, store: ResultStore, *, isolate: bool = False, quiet: bool = False,
               should_stop: Callable[[], bool] = lambda: False,
               on_start: Callable[[Job, int, int], None] | None = None,
-              on_event=None) -> Iterator[dict]:
+              on_event=None, charge: JobCharge | None = None) -> Iterator[dict]:
     """Run the sweep's unfinished jobs, storing each result as it finishes,
     and yield each result row. ``isolate`` runs every job in its own process.
-    ``on_start(job, index, total)`` is called before each job."""
+    ``on_start(job, index, total)`` is called before each job; ``charge``
+    reserves each job's rho before it starts and settles it after."""
     store.root.mkdir(parents=True, exist_ok=True)
     todo, _ = pending_jobs(sweep, store)
     for i, job in enumerate(todo):
@@ -579,13 +590,19 @@ def run_sweep(sweep: Sweep, store: ResultStore, *, isolate: bool = False, quiet:
             return
         if on_start is not None:
             on_start(job, i, len(todo))
-        if isolate:
-            row = _run_isolated(job, store, quiet)
-        else:
-            row, marginals = run_job(job, should_stop=should_stop, on_event=on_event)
-            if row["status"] == STOPPED:
-                return
-            store.write(row, marginals)
+        hold = charge.reserve(job) if charge is not None else None
+        row = None
+        try:
+            if isolate:
+                row = _run_isolated(job, store, quiet)
+            else:
+                row, marginals = run_job(job, should_stop=should_stop, on_event=on_event)
+                if row["status"] == STOPPED:
+                    return
+                store.write(row, marginals)
+        finally:
+            if charge is not None:
+                charge.settle(hold, None if row is None else row.get("rho_spent"))
         yield {c: row.get(c) for c in RUN_COLUMNS}
 
 

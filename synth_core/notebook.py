@@ -441,16 +441,18 @@ if NO_PUBLIC:
     public = None
 if SCHEMA is not None:
     schema = load_schema(SCHEMA)
-budget = None
-if BUDGET_FILE is not None:
-    from synth_core.budget import (fingerprint_source, open_for_table, table_fingerprint,
-                                   table_label)
-    from synth_core.tables import load_table
-    label = table_label(DATA, SAMPLE)
-    if BACKEND == "memory" and isinstance(data, str):
-        data = load_table(data)
-    budget = open_for_table(BUDGET_FILE, fingerprint=table_fingerprint(data), label=label,
-                            delta=CONFIG["delta"], fingerprint_of=fingerprint_source(data))"""
+# the table's budget account: BUDGET_FILE, else the one the workbench keeps for this table
+# (found by the table's content in $SYNTH_WORKBENCH_OUT/budgets, default out/budgets)
+from synth_core.budget import table_label
+from synth_core.tables import load_table
+from synth_core.workbench.budget import run_account
+if BACKEND == "memory" and isinstance(data, str):
+    data = load_table(data)
+budget = run_account(data, budget_file=BUDGET_FILE, label=table_label(DATA, SAMPLE),
+                     default_delta=CONFIG["delta"])
+print(f"charged to the table's budget account {budget.label!r} ({budget.path})"
+      if budget is not None else "no budget account for this table here: the run is capped "
+      "by its own epsilon only")"""
 
 RUN_CODE = """from synth_core.notebook import live
 

@@ -154,3 +154,13 @@ def no_pretrain_cache(monkeypatch):
     from synth_core.mechanisms.pretrain_cache import PRETRAIN_CACHE_ENV
 
     monkeypatch.delenv(PRETRAIN_CACHE_ENV, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def own_workbench_out(tmp_path_factory, monkeypatch):
+    """Each test's workbench folder (budget accounts, Compare results) is its own:
+    ``synth run``, ``synth sweep`` and repeat notebooks charge the account the
+    workbench keeps for their table, so an account left in ``./out/budgets`` by an
+    app session (or by another test) must not cap or refuse a later test's runs.
+    A test that sets SYNTH_WORKBENCH_OUT itself overrides this."""
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path_factory.mktemp("workbench_out")))

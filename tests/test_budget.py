@@ -338,12 +338,88 @@ def test_a_comparison_job_is_refused_when_another_session_took_the_rest(wb):
     assert wb.dataset_budget().spent == pytest.approx(2 * rho1)
 
 
-def test_the_repeat_command_charges_the_tables_account_without_naming_its_file(wb):
-    assert "--budget-file" not in wb.reproduce_command()
-    account = wb.set_dataset_budget(5.0, 1e-9)
+def test_the_repeat_command_is_charged_to_the_tables_account_without_naming_its_file(
+        wb, tmp_path, capsys):
+    """The script names no account file (its name is the table's fingerprint), and
+    run where the workbench runs, it is charged to the table's account all the same:
+    the CLI finds the account by the table's content."""
+    import shlex
+
+    from synth_core.cli import main
+    wb.update_settings(mechanism="mwem-pgm")        # spends exactly its rho
+    assert "budgets folder" not in wb.reproduce_command()
+    account = wb.set_dataset_budget(1.2, 1e-9)     # one run of epsilon 1 fits, not two
     command = wb.reproduce_command()
-    assert "--budget-file table-budget.json" in command
+    code = "\n".join(line for line in command.splitlines() if not line.startswith("#"))
+    assert "--budget-file" not in code and "budgets folder" in command
     assert account.path.name not in command and account.fingerprint[:16] not in command
+    argv = shlex.split(code.replace("\\\n", " "))[2:]      # after "synth run"
+    out = ["--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]
+    argv = [a for a in argv if a not in ("synthetic.csv", "report.json", "--out", "--report")]
+    assert main(["run", *argv, *out, "--epsilon", "1", "--quiet"]) == 0
+    assert "budget account in the workbench's budgets folder" in capsys.readouterr().err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["budget_account"]["this_run_rho"] == pytest.approx(
+        report["privacy"]["rho_spent"])
+    assert wb.dataset_budget().spent == pytest.approx(report["privacy"]["rho_spent"])
+    assert main(["run", *argv, *out, "--epsilon", "1", "--quiet"]) == 2    # past the total
+    assert "Refused" in capsys.readouterr().err
+
+
+def test_a_second_account_for_a_table_the_workbench_keeps_one_for_is_refused(wb, tmp_path,
+                                                                            capsys):
+    from synth_core.cli import main
+    account = wb.set_dataset_budget(5.0, 1e-9)
+    fresh = tmp_path / "table-budget.json"
+    assert main(["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1",
+                 "--rounds", "2", "--quiet", "--budget-file", str(fresh),
+                 "--budget-total-epsilon", "5", "--out", str(tmp_path / "s.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "A second account for the same table" in err and str(account.path) in err
+    assert not fresh.exists() and not (tmp_path / "s.csv").exists()
+    assert account.path.exists() and wb.dataset_budget().spent == 0
+
+
+def test_synth_sweep_is_charged_to_the_tables_account_and_refused_up_front(wb, tmp_path,
+                                                                           capsys):
+    """A sweep on a table whose total is set: refused before any run when its runs
+    together would pass what is left; else every run is reserved and settled."""
+    from synth_core.cli import main
+    from synth_core.experiments import ResultStore
+    wb.set_dataset_budget(1.2, 1e-9)             # one run of epsilon 1 fits, not two
+    spec = tmp_path / "sweep.toml"
+
+    def write(epsilons):
+        spec.write_text(f"""name = "budgeted"
+mechanisms = ["mwem-pgm"]
+epsilons = {epsilons}
+seeds = [0]
+[settings]
+rounds = 2
+fit_iters = 10
+final_fit_iters = 20
+[[datasets]]
+name = "titanic"
+sample = "titanic"
+""")
+    store = tmp_path / "store"
+    write([1.0, 1.0001])                       # two runs of about rho(1): more than rho(1.2)
+    assert main(["sweep", str(spec), "--store", str(store), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "Refused: this sweep's 2 run(s) on dataset 'titanic'" in err
+    assert not ResultStore(store).runs().shape[0] and wb.dataset_budget().spent == 0
+    write([1.0])
+    assert main(["sweep", str(spec), "--store", str(store), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "each of its runs is charged to it" in err
+    # the run's warning, once, as one line (not Python's warning with its source line)
+    assert err.count("synth: warning: mwem-pgm does not use public rows") == 1
+    assert "RunWarning" not in err
+    runs = ResultStore(store).runs()
+    assert list(runs["status"]) == ["finished"]
+    charges = wb.dataset_budget().charges
+    assert len(charges) == 1 and "synth sweep" in charges[0].what
+    assert wb.dataset_budget().spent == pytest.approx(float(runs["rho_spent"].iloc[0]))
 
 
 def test_the_public_only_baseline_reserves_nothing(wb):

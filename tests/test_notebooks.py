@@ -267,6 +267,7 @@ def test_workbench_release_notebook_matches_its_shell_script(tmp_path):
     wb = Workbench()
     wb.load_sample("titanic")
     wb.update_settings(epsilon=0.5, seed=424_242, **TINY)
+    wb.set_dataset_budget(5.0, 1e-9)       # the table's account, in the workbench's folder
     worker = wb.start_run()
     worker.wait(300)
     run = wb.collect()
@@ -278,6 +279,11 @@ def test_workbench_release_notebook_matches_its_shell_script(tmp_path):
     assert repeated["config"] == run.result.report["config"]
     assert "no seed: a new run with the same settings" in "".join(texts(nb))
     assert os.path.exists(tmp_path / "synthetic.csv")
+    # the repeat found the table's account by its content and was charged to it
+    assert f"charged to the table's budget account {wb.dataset_budget().label!r}" in "".join(texts(nb))
+    assert len(wb.dataset_budget().charges) == 2
+    assert repeated["budget_account"]["this_run_rho"] == pytest.approx(
+        repeated["privacy"]["rho_spent"])
 
 
 @pytest.mark.parametrize("seed", [None, 3])

@@ -150,3 +150,108 @@ class BudgetService:
         charge = self.settle(hold, worker.rho_spent)
         if charge is not None and hold.account is not None and worker.result is not None:
             worker.result.report["budget_account"] = hold.account.release_block(charge)
+
+
+# ---------------------------------------------------------------- the command line's link
+
+
+def command_line_fingerprint(data, backend: str = "memory") -> str | None:
+    """The fingerprint the workbench gives the table a command-line run reads:
+    the loaded frame's content (memory backend; a path is loaded as the
+    workbench loads an upload), or the file's bytes (a file counted on disk);
+    None for a folder or glob of Parquet files (no one content to hash)."""
+    import pandas as pd
+
+    from ..budget import table_fingerprint
+    from ..tables import load_table
+    if not isinstance(data, pd.DataFrame):
+        if not Path(data).is_file():
+            return None
+        if backend == "memory":
+            data = load_table(data)
+    return table_fingerprint(data)
+
+
+def run_account(data, *, budget_file=None, label: str, epsilon: float | None = None,
+                delta: float | None = None, default_delta: float | None = None
+                ) -> BudgetAccount | None:
+    """The budget account a run outside the workbench (``synth run``, a repeat
+    notebook) is charged to, for its table ``data`` (a loaded frame, or a file an
+    engine backend counts): ``budget_file`` (opened, or created with a total of
+    ``epsilon``: :func:`~synth_core.budget.open_for_table`); without it, the
+    account the workbench keeps for the table (:func:`budget_path`), if any; else
+    None. A new ``budget_file`` for a table the workbench already has an account
+    for is refused (ConfigError naming it): two accounts of one table would let its
+    runs together pass its total."""
+    import pandas as pd
+
+    from ..budget import fingerprint_source, open_for_table, table_fingerprint
+    # a folder or glob of Parquet files (an engine backend) has no one content to hash
+    hashable = isinstance(data, pd.DataFrame) or Path(data).is_file()
+    fingerprint = table_fingerprint(data) if hashable else None
+    kept = BudgetService.account(fingerprint) if hashable else None
+    if budget_file is None:
+        return kept
+    path = Path(budget_file)
+    if kept is not None and not path.exists():
+        raise ConfigError(
+            f"There is no budget account at '{path}', but this table has one in the "
+            f"workbench's budgets folder: '{kept.path}' ('{kept.label}', "
+            f"{kept.left_text(default_delta)} left). A second account for the same table "
+            "would let its runs together pass the table's total.",
+            hint=f"Leave out the budget file (the run is then charged to that account), or "
+                 f"give '{kept.path}'.", path=str(path))
+    return open_for_table(path, fingerprint=fingerprint or table_fingerprint(data), label=label,
+                          epsilon=epsilon, delta=delta, default_delta=default_delta,
+                          fingerprint_of=fingerprint_source(data))
+
+
+@dataclass
+class SweepCharges:
+    """A ``synth sweep``'s runs charged to their tables' workbench accounts
+    (:class:`~synth_core.experiments.JobCharge`): ``fingerprints`` maps a
+    dataset's name to its table's fingerprint, for the datasets whose table has
+    an account; the other datasets' runs are capped by their own epsilon only."""
+
+    fingerprints: dict[str, str]
+    service: BudgetService = field(default_factory=BudgetService)
+
+    @classmethod
+    def for_jobs(cls, jobs) -> "SweepCharges":
+        """The accounts of the jobs' tables, each checked up front: refused
+        (BudgetExceededError, saying what is left) when the jobs on one table would
+        together pass its total."""
+        fingerprints: dict[str, str] = {}
+        by_table: dict[str, list] = {}
+        for job in jobs:
+            d = job.dataset
+            if d.name not in fingerprints:
+                fingerprints[d.name] = command_line_fingerprint(d.data, d.backend)
+            by_table.setdefault(d.name, []).append(job)
+        charged = {}
+        for name, todo in by_table.items():
+            if fingerprints[name] is None:
+                continue
+            account = BudgetService.account(fingerprints[name])
+            if account is None:
+                continue
+            need = sum(run_rho(j.config.mechanism, j.config.epsilon, j.config.delta) for j in todo)
+            account.refuse_unless_fits(need, f"this sweep's {len(todo)} run(s) on dataset "
+                                             f"'{name}'", todo[0].config.delta)
+            charged[name] = fingerprints[name]
+        return cls(charged)
+
+    def accounts(self) -> dict[str, BudgetAccount]:
+        """Dataset name -> its table's account (the datasets that have one)."""
+        return {name: self.service.account(fp) for name, fp in self.fingerprints.items()}
+
+    def reserve(self, job) -> BudgetHold | None:
+        fingerprint = self.fingerprints.get(job.dataset.name)
+        if fingerprint is None:
+            return None
+        return self.service.reserve(fingerprint, job.config.epsilon, job.config.delta,
+                                    f"synth sweep: {job.label()}", job.config.mechanism)
+
+    def settle(self, hold: BudgetHold | None, rho_spent: float | None) -> None:
+        if hold is not None:
+            self.service.settle(hold, rho_spent)

@@ -108,9 +108,12 @@ class CommandParts:
     budget_file: bool = False
 
 
-BUDGET_NOTE = ("table-budget.json: this table's budget account (the curator's file in "
-               "the workbench's budgets folder); the run is charged to it and refused "
-               "past the table's total")
+BUDGET_NOTE = ("this table has a budget account in the workbench's budgets folder "
+               "($SYNTH_WORKBENCH_OUT/budgets, default out/budgets): run this where the "
+               "workbench runs (or with its SYNTH_WORKBENCH_OUT) and synth finds the account "
+               "by the table's content, charges the run to it and refuses it past the "
+               "table's total; elsewhere add --budget-file with that account's path (a new "
+               "account for the same table is refused while that one is in reach)")
 REPEAT_NOTE = ("running this reads the private table again and spends its budget again "
                "(every run on a table counts, and a release chosen among repeats is covered "
                "only by all of them together: docs/trust.md)")
@@ -139,8 +142,7 @@ def reproduce_command(s: RunSettings, parts: CommandParts) -> str:
         ["--max-model-size", number(s.max_model_size),
          *(["--fit-iters", str(s.fit_iters)] if s.fit_iters is not None else []),
          "--final-fit-iters", str(s.final_fit_iters), "--fit-tol", number(s.fit_tol)],
-        ["--out", "synthetic.csv", "--report", "report.json",
-         *(["--budget-file", "table-budget.json"] if parts.budget_file else [])],
+        ["--out", "synthetic.csv", "--report", "report.json"],
     ]
     repeat = [REPEAT_NOTE] if run_rho(s.mechanism, s.epsilon, s.delta) > 0 else []
     notes = [*repeat, *parts.public_notes, *parts.schema_notes, *option_notes,
