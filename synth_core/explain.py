@@ -252,12 +252,19 @@ def bound_text(bound: Mapping) -> str:
 
 
 def bounds_summary(report: Mapping) -> str:
-    """One line over a release's bounds: how many marginals have one, and why the
-    others have none (each reason with its count, most frequent first)."""
+    """One line over a release's bounds: how many marginals have an informative one,
+    how many bounds are vacuous (:func:`is_vacuous`: the largest possible error, so
+    they pin nothing down), and why the others have none (each reason with its
+    count, most frequent first)."""
     bounds = (report.get("marginal_bounds") or {}).get("bounds", [])
     missing = Counter((b.get("note") or "no reason given").removeprefix("no bound: ")
                       for b in bounds if b.get("bound_l1") is None)
-    text = f"{len(bounds) - sum(missing.values())} of {len(bounds)} marginals have a bound."
+    vacuous = sum(is_vacuous(b) for b in bounds)
+    informative = len(bounds) - sum(missing.values()) - vacuous
+    text = f"{informative} of {len(bounds)} marginals have an informative bound."
+    if vacuous:
+        text += (f" {vacuous} {'bound is' if vacuous == 1 else 'bounds are'} the largest "
+                 "possible error (no information).")
     if missing:
         text += " Without one: " + "; ".join(f"{n} × {why}" for why, n in missing.most_common())
         text += "."

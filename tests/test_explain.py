@@ -221,10 +221,17 @@ def test_the_bounds_summary_counts_them_and_says_why_the_others_are_missing():
         {"bound_l1": None, "note": "no bound: supported only by public data"},
         {"bound_l1": None, "note": "no bound: the last selected marginal has no measurement"}]}}
     assert explain.bounds_summary(report) == (
-        "1 of 4 marginals have a bound. Without one: 2 × supported only by public data; "
-        "1 × the last selected marginal has no measurement.")
+        "1 of 4 marginals have an informative bound. Without one: 2 × supported only by "
+        "public data; 1 × the last selected marginal has no measurement.")
     assert explain.bounds_summary({"marginal_bounds": {"bounds": [{"bound_l1": 1.0}]}}) == (
-        "1 of 1 marginals have a bound.")
+        "1 of 1 marginals have an informative bound.")
+    # a bound at the largest possible error (L1 share 2) pins nothing down: not counted
+    vacuous = [{"bound_l1": 800.0, "bound_normalised": 2.0},
+               {"bound_l1": 900.0, "bound_normalised": 2.3}]
+    report["marginal_bounds"]["bounds"] += vacuous
+    assert explain.bounds_summary(report).startswith(
+        "1 of 6 marginals have an informative bound. 2 bounds are the largest possible error "
+        "(no information). Without one: 2 ×")
 
 
 # -- side by side --------------------------------------------------------------------
