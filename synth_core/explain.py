@@ -55,16 +55,22 @@ def setting_notes(epsilon: float, delta: float, rho: float, neighbours: str, n: 
                   spent: float | None = None) -> dict[str, str]:
     """The notes of :func:`number_notes` from the figures themselves (``spent``:
     what a run spent, ``None`` before it ran)."""
-    return {"epsilon": epsilon_note(epsilon, delta), "delta": delta_note(delta, n),
+    return {"epsilon": epsilon_note(epsilon, delta, neighbours), "delta": delta_note(delta, n),
             "rho": rho_note(rho, epsilon, delta, spent),
             "neighbours": neighbours_note(neighbours, n)}
 
 
-def epsilon_note(epsilon: float, delta: float) -> str:
-    """What ``epsilon`` promises: any output's probability changes by at most ``e^epsilon``."""
+#: what one person's record may do between the two tables a guarantee compares
+NEIGHBOUR_CHANGE = {"bounded": "if one person's record were replaced by any other record",
+                    "unbounded": "whether or not one person's record is in the table"}
+
+
+def epsilon_note(epsilon: float, delta: float, neighbours: str = "bounded") -> str:
+    """What ``epsilon`` promises under the run's neighbour relation: the probability
+    of any set of outputs changes by at most a factor ``e^epsilon``, plus ``delta``."""
     factor = math.exp(epsilon) if epsilon < 700 else math.inf
-    return (f"ε = {epsilon:g}: whether or not one person's record is in the table, the chance "
-            f"of any output changes by at most a factor e^ε = {factor:.3g} (plus the small "
+    return (f"ε = {epsilon:g}: {NEIGHBOUR_CHANGE[neighbours]}, the chance of any output "
+            f"would change by at most a factor e^ε = {factor:.3g} (plus the small additive "
             f"slack δ = {delta:g}). Smaller ε is more private and noisier; 0.1 to 10 is the "
             f"usual range.")
 
@@ -73,8 +79,10 @@ def delta_note(delta: float, n: int | None) -> str:
     """What ``delta`` allows, against ``1/n`` when ``n`` is public."""
     against = (f" Here 1/n = {1 / n:.2g} (n = {n:,}), so δ is {1 / (n * delta):.3g} times "
                f"smaller than one record's share." if n else "")
-    return (f"δ = {delta:g}: the probability with which the ε promise may fail. It must be "
-            f"far below 1/n, the chance of picking one record at random." + against)
+    return (f"δ = {delta:g}: the additive slack in the ε promise: the chance of any output may "
+            f"exceed e^ε times its chance on the other table by at most δ. It must be far below "
+            f"1/n, the chance of picking one record at random (a mechanism that published one "
+            f"random record would meet δ = 1/n)." + against)
 
 
 def rho_note(rho: float, epsilon: float, delta: float, spent: float | None = None) -> str:

@@ -293,3 +293,14 @@ def test_choices_and_unknown_columns(jam):
     assert choices[len(schema.names):] == [tuple(c) for c in jam.workload.cliques]
     with pytest.raises(ConfigError, match="No column 'height'"):
         sbs.marginal_frame(schema, ("height",), sbs.run_tables(jam))
+
+
+def test_the_epsilon_note_follows_the_neighbour_relation():
+    """Bounded DP compares a table with one record replaced, unbounded DP one with a
+    record added or removed: the note says which, and delta is an additive slack."""
+    bounded = explain.setting_notes(1.0, 1e-9, 0.015, "bounded", 1000)
+    assert "one person's record were replaced by any other record" in bounded["epsilon"]
+    assert "whether or not" not in bounded["epsilon"] and "2.72" in bounded["epsilon"]
+    unbounded = explain.setting_notes(1.0, 1e-9, 0.015, "unbounded", None)
+    assert "whether or not one person's record is in the table" in unbounded["epsilon"]
+    assert "additive slack" in bounded["delta"] and "may fail" not in bounded["delta"]
