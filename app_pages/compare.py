@@ -10,10 +10,10 @@ from dataclasses import replace
 
 from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_error,
                               show_finished_worker)
-from app_pages.mechanism_pick import pick_mechanisms
+from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts
 from synth_core.privacy import cdp_epsilon
-from synth_core.workbench import EPSILON_GRID, REFUSED, frame_parquet_bytes, parse_epsilons
+from synth_core.workbench import REFUSED, frame_parquet_bytes
 from synth_core.workbench.compare import compare_plan
 from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
@@ -34,14 +34,7 @@ st.warning("Every comparison run uses the private data and spends its own privac
            "**curator-only**: for choosing settings, not for release.", icon=":material/warning:")
 
 mechs = pick_mechanisms(wb, "cmp_mechs", extra=("public-only",))
-picked = st.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
-                        key="cmp_eps", accept_new_options=True,
-                        help="Pick from the list, or type another value (e.g. 0.3 or 3.16) "
-                             "and press Enter.")
-eps, not_epsilons = parse_epsilons(picked)
-if not_epsilons:
-    st.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a positive number "
-             "such as 0.3.", icon=":material/error:")
+eps = pick_epsilons("cmp_eps")
 seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2, key="cmp_seeds")
 
 

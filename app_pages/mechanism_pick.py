@@ -6,8 +6,12 @@ options)."""
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import streamlit as st
 
+from app_pages.common import sync_widgets
+from synth_core.workbench import EPSILON_GRID, parse_epsilons
 from synth_core.workbench.guide import ChoiceList, choice_list, choice_of
 
 
@@ -18,18 +22,41 @@ def session_choices(wb) -> ChoiceList:
 
 
 def pick_mechanisms(wb, key: str, extra: tuple[str, ...] = (), container=st,
-                    note=st) -> list[str]:
+                    note=st, not_offered: Mapping[str, str] | None = None) -> list[str]:
     """A multiselect of the available entries (their keys, shown by full name) in
     ``container``, by default the saved run's entry and ``extra`` where
-    available, and in ``note`` a caption naming the entries left out and why."""
+    available (again whenever the saved mechanism or the entries change), and in
+    ``note`` a caption naming the entries left out and why (``not_offered``:
+    entry key -> why this widget does not offer it)."""
     choices = session_choices(wb)
     s = wb.settings
+    not_offered = dict(not_offered or {})
+    keys = [k for k in choices.keys if k not in not_offered]
     preferred = (choice_of(s.mechanism, s.options).key, *extra)
-    picked = container.multiselect("Mechanisms", choices.keys, default=choices.defaults(preferred),
+    defaults = [k for k in choices.defaults(preferred) if k in keys]
+    sync_widgets(key, (wb.loads, preferred, tuple(keys)), {key: defaults})
+    picked = container.multiselect("Mechanisms", keys, default=defaults,
                                    format_func=choices.title, key=key)
     left_out = choices.unavailable_text(f"the public information marked ({wb.public_summary()})"
                                         f" and {s.neighbours} neighbours")
     if left_out:
         note.caption(left_out + " What is marked is set on the Public information page, "
                                "the neighbours on the Workload and budget page.")
+    for k, why in not_offered.items():
+        if k in choices.keys:
+            note.caption(f"{choices.title(k)} is not offered here: {why}")
     return picked
+
+
+def pick_epsilons(key: str, container=st) -> list[float]:
+    """A multiselect of epsilons from the grid or typed (e.g. 0.3), in ``container``;
+    values that are not positive numbers are named in an error and left out."""
+    picked = container.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
+                                   key=key, accept_new_options=True,
+                                   help="Pick from the list, or type another value (e.g. 0.3 "
+                                        "or 3.16) and press Enter.")
+    eps, not_epsilons = parse_epsilons(picked)
+    if not_epsilons:
+        container.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a positive "
+                        "number such as 0.3.", icon=":material/error:")
+    return eps

@@ -9,10 +9,9 @@ import streamlit as st
 from dataclasses import replace
 
 from app_pages.common import show_error, show_finished_worker
-from app_pages.mechanism_pick import pick_mechanisms
+from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts
-from synth_core.whatif import STANDINS
-from synth_core.workbench import EPSILON_GRID
+from synth_core.whatif import NOT_PREDICTED, STANDINS, ranking_note
 from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 from synth_core.workbench.what_if import what_if_plan
@@ -33,9 +32,9 @@ def whatif_section(wb) -> None:
                        horizontal=True, key="wi_standin_" + "-".join(standins))
     c1, c2, c3 = st.columns([2, 2, 1])
     below = st.container()   # the entries left out, under the three boxes
-    mechs = pick_mechanisms(wb, "wi_mechs", container=c1, note=below)
-    eps = c2.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
-                         key="wi_eps")
+    mechs = pick_mechanisms(wb, "wi_mechs", container=c1, note=below,
+                            not_offered=NOT_PREDICTED)
+    eps = pick_epsilons("wi_eps", container=c2)
     seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
     assumed = None
     if wb.what_if_needs_assumed_n():
@@ -126,6 +125,10 @@ def show_curves(curves) -> None:
                        icon=":material/trending_flat:")
         for f in c.failures:
             st.warning(f"{key_title(c.mechanism)}, {f}")
+    ranking = ranking_note(shown)
+    if ranking:
+        st.warning(f"**Ranking mechanisms on this stand-in.** {ranking}",
+                   icon=":material/swap_vert:")
     if any(c.domain_warning for c in curves):
         st.warning(curves[0].domain_warning or "", icon=":material/warning:")
     st.success("No privacy budget was spent: these predictions used public information only "

@@ -73,6 +73,26 @@ STANDINS = {
 PUBLIC_SPLITS = ("bootstrap", "halves")
 NOTHING_SPENT = "No privacy budget was spent: the private table was not used."
 ESTIMATE, MEASURED = "estimate", "measured"
+#: mechanisms a what-if does not predict, and why: a mechanism that spends no budget has
+#: the same error at every epsilon, and that error (how far the public rows are from the
+#: private table) is exactly what public information cannot show
+NOT_PREDICTED = {
+    "public-only": ("the public-only baseline spends no budget, so its error is the same at "
+                    "every epsilon, and that error (how far the public rows are from the "
+                    "private table) is what a prediction from public information cannot see: "
+                    "on a stand-in built from the public rows it would only show their sampling "
+                    "noise. Its real error is on the Public information page (curator-only)."),
+}
+
+
+def check_predicted(mechanism: str) -> None:
+    """ConfigError for a mechanism the what-if does not predict (:data:`NOT_PREDICTED`)."""
+    if mechanism in NOT_PREDICTED:
+        raise ConfigError(f"No what-if for {mechanism}: {NOT_PREDICTED[mechanism]}",
+                          hint="Leave it out of the what-if; compare it on the Compare page or "
+                               "read its error on the Public information page.")
+
+
 #: a public-rows stand-in curve reads "flat" when its measured errors over at least
 #: :data:`FLAT_SPAN` (a decade) of epsilon stay within this factor of each other
 FLAT_RATIO = 1.25
@@ -199,6 +219,22 @@ class WhatIfCurve:
                             "min": p.low, "max": p.high, "kind": p.kind} for p in self.points]}
 
 
+def ranking_note(curves: Sequence[WhatIfCurve]) -> str | None:
+    """Why the public-rows stand-in cannot rank mechanisms that use the public rows
+    against ones that do not (None unless ``curves`` hold both kinds on it): its
+    public rows are an unbiased sample of its private table by construction."""
+    on_rows = [c for c in curves if c.standin == "public-rows" and c.mechanism in MECHANISMS]
+    kinds = {MECHANISMS[c.mechanism].capabilities.public_rows for c in on_rows}
+    if kinds != {True, False}:
+        return None
+    return ("These curves rank mechanisms that use the public rows against ones that do not. "
+            "On this stand-in the public rows are drawn like the private table by "
+            "construction, so the mechanisms that use them look as good as unbiased public rows "
+            "allow; on the real table, public rows that differ from the private ones can turn "
+            "the ranking round. Trust the order between the two kinds only if the public rows "
+            "are known to be drawn like the private records.")
+
+
 # ---------------------------------------------------------------- stand-in tables
 
 
@@ -306,8 +342,15 @@ def describe_basis(basis: PublicBasis, standin: str, mechanism: str, *,
             if uses_rows:
                 text += (f" Stand-in public table: {basis.n_pub:,} rows drawn with replacement "
                          "from the public rows.")
-        text += (" The prediction assumes the private table is distributed like the public "
-                 "rows; if the public rows are biased it is too optimistic.")
+        if uses_rows:
+            text += (" The prediction assumes the private table is distributed like the public "
+                     "rows; if the public rows are biased it is too optimistic (the mechanism "
+                     "trusts public measurements that, on the real table, are off).")
+        else:
+            text += (" The prediction assumes the private table is distributed like the public "
+                     "rows; this mechanism does not use them, so how far off it is depends on "
+                     "how much harder or easier the real table is to fit: it can be too high or "
+                     "too low.")
     elif standin == "independent":
         parts = []
         if basis.public_columns and basis.column_values is not None:
@@ -415,6 +458,7 @@ def predict_error_curve(basis: PublicBasis, mechanism: str, epsilons: Sequence[f
     if mechanism not in MECHANISMS:
         raise ConfigError(f"Unknown mechanism {mechanism!r}.",
                           hint=f"Available: {', '.join(MECHANISMS)}.")
+    check_predicted(mechanism)
     epsilons = sorted(float(e) for e in epsilons)
     if not epsilons:
         raise ConfigError("Choose at least one epsilon.")
@@ -570,6 +614,7 @@ def noise_estimator(basis: PublicBasis, mechanism: str, settings: dict, *,
                     seed: int = 0) -> NoiseEstimator:
     """The error model of ``mechanism`` with run ``settings`` on ``standin``
     (reads ``basis`` only: the stand-in tables and the schema)."""
+    check_predicted(mechanism)
     cfg = run_config(mechanism, 1.0, seed, **settings)
     schema = basis.schema
     workload = parse_workload(cfg.workload, list(schema.names))

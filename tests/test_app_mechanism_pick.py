@@ -41,11 +41,20 @@ def left_out_caption(at) -> str:
 
 
 def check_pick(at, key: str, rows: bool, columns: bool) -> None:
-    """The pick offers exactly the guide's available entries by full name, by
-    default only available ones, and names every other entry with its reason."""
+    """The pick offers exactly the guide's available entries by full name (the
+    what-if: but the ones it does not predict, each named with why), by default
+    only available ones, and names every other entry with its reason."""
+    from synth_core.whatif import NOT_PREDICTED
     fits = guided_choices(public_rows=rows, public_columns=columns, neighbours="bounded")
     box = pick(at, key)
-    assert box.options == [f.choice.title for f in fits if f.available]
+    skipped = NOT_PREDICTED if key == "wi_mechs" else {}
+    assert box.options == [f.choice.title for f in fits
+                           if f.available and f.choice.key not in skipped]
+    for f in fits:
+        if f.available and f.choice.key in skipped:
+            assert any(c.value.startswith(f"{f.choice.title} is not offered here: the "
+                                          "public-only baseline spends no budget")
+                       for c in at.caption)
     assert set(box.value) <= {f.choice.key for f in fits if f.available} and box.value
     named = left_out_caption(at).split(" neighbours: ")[1].split(". ")[0].split("; ")
     assert named == [f"{f.choice.title} ({f.refusal})" for f in fits if not f.available]
@@ -157,3 +166,18 @@ def test_the_run_page_compares_a_conditional_run_with_the_public_rows_by_its_ful
     notes = [m.value for m in (*at.success, *at.warning) if "public rows alone" in m.value]
     assert len(notes) == 1 and "Conditional AIM" in notes[0], notes
     assert "aim's" not in notes[0] and "mechanism public-only" not in notes[0]
+
+
+def test_the_what_if_pick_follows_the_saved_mechanism_and_takes_typed_epsilons():
+    """Saving another mechanism on the Workload page changes the what-if's pick at once
+    (it kept the old one until the page was left); its epsilon grid takes typed values."""
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    go(at, "app_pages/workload.py")
+    assert pick(at, "wi_mechs").value == ["jam-pgm"]
+    wb.update_settings(mechanism="mwem-pgm")
+    at.run()
+    assert pick(at, "wi_mechs").value == ["mwem-pgm"]
+    at.multiselect(key="wi_eps").set_value([0.1, "0.3", "x"]).run()
+    assert any("Not an epsilon, left out: x" in e.value for e in at.error)
+    assert [float(v) for v in at.multiselect(key="wi_eps").value if v != "x"] == [0.1, 0.3]

@@ -267,3 +267,42 @@ def test_a_flat_public_rows_curve_says_what_it_cannot_see():
     assert curve("jam-pgm", [0.756, 0.743, 0.754], kind=ESTIMATE).flat_note is None
     assert curve("jam-pgm", [0.75, 0.74], eps=(1.0, 3.0)).flat_note is None
     assert curve("jam-pgm", [0.75, 0.74, 0.75], standin="independent").flat_note is None
+
+
+def test_the_public_only_baseline_is_not_predicted(small_schema, small_public):
+    """It spends nothing, so its error is flat, and that error (the public rows' distance
+    from the private table) is what the stand-in cannot see: refused, with the reason,
+    by the API and the workbench, not drawn as a measured curve."""
+    from synth_core.errors import ConfigError
+    from synth_core.whatif import estimate_error_curve
+    basis = PublicBasis(small_schema, 3000, "n public", rows=small_public)
+    for call in (predict_error_curve, estimate_error_curve):
+        with pytest.raises(ConfigError, match="spends no budget"):
+            call(basis, "public-only", [0.1, 1.0, 10.0])
+    wb = Workbench()
+    wb.load_sample("titanic")
+    with pytest.raises(ConfigError, match="No what-if for public-only"):
+        wb.start_what_if(["jam-pgm", "public-only"], [1.0])
+    assert wb.whatif.worker is None
+
+
+def test_the_basis_says_which_way_bias_moves_each_kind_of_mechanism(small_schema, small_public):
+    from synth_core.whatif import describe_basis
+    basis = PublicBasis(small_schema, 3000, "n public", rows=small_public)
+    uses = describe_basis(basis, "public-rows", "jam-pgm")
+    ignores = describe_basis(basis, "public-rows", "mwem-pgm")
+    assert "too optimistic" in uses and "too optimistic" not in ignores
+    assert "too high or too low" in ignores
+
+
+def test_a_ranking_across_the_two_kinds_of_mechanism_is_flagged():
+    from synth_core.whatif import WhatIfCurve, ranking_note
+
+    def curve(mechanism, standin="public-rows"):
+        return WhatIfCurve(mechanism, standin, [], "basis", 400, 1, {})
+
+    assert ranking_note([curve("jam-pgm"), curve("mwem-pgm")])
+    assert "turn the ranking round" in ranking_note([curve("aim"), curve("pmw-pub")])
+    assert ranking_note([curve("jam-pgm"), curve("pmw-pub")]) is None       # one kind
+    assert ranking_note([curve("jam-pgm", "independent"), curve("mwem-pgm", "independent")]) \
+        is None

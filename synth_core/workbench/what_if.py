@@ -34,7 +34,8 @@ from ..privacy import rho_from_epsilon_delta
 from ..report import check_release
 from ..runner import FAILED, FINISHED, SweepWorker
 from ..whatif import (NOTHING_SPENT, STANDINS, NoiseEstimator, PublicBasis, WhatIfCurve,
-                      build_curve, noise_estimator, predict_point, refine_order, run_config)
+                      build_curve, check_predicted, noise_estimator, predict_point, refine_order,
+                      run_config)
 from .background import BackgroundService
 from .catalog import RunSettings
 from .compare import mechanism_settings
@@ -68,7 +69,8 @@ def check_choice(mechanisms: Sequence[str], epsilons: Sequence[float], seeds: in
     mechanisms = list(mechanisms)
     if not mechanisms:
         raise ConfigError("Choose at least one mechanism for the what-if.")
-    parse_choices(mechanisms)
+    for choice in parse_choices(mechanisms):
+        check_predicted(choice.mechanism)
     epsilons = sorted({float(e) for e in epsilons})
     if not epsilons:
         raise ConfigError("Choose at least one epsilon for the what-if.")
