@@ -13,6 +13,7 @@ from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_erro
 from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts
 from synth_core.privacy import cdp_epsilon
+from synth_core.side_by_side import WORKLOAD_ERROR_SCALE
 from synth_core.workbench import REFUSED, frame_parquet_bytes
 from synth_core.workbench.compare import compare_plan
 from synth_core.workbench.guide import key_title
@@ -136,6 +137,11 @@ with st.container(border=True):
     labels = {m: key_title(m) for m in {*results["mechanism"], *marginals["mechanism"]}}
     st.plotly_chart(charts.compare_figure(results, ref, labels), key="cmp_fig",
                     config=CURATOR_PLOT)
+    st.caption(WORKLOAD_ERROR_SCALE + " Bars run from the smallest to the largest seed. The "
+               "public-only baseline is the public rows rescaled to n records by randomised "
+               "rounding, so it sits near, not on, the grey line of the public rows "
+               "themselves (each seed rounds differently); it spends no budget, so epsilon "
+               "does not change it.")
     summary = charts.compare_summary(results)
     named = summary["mechanism"].map(lambda m: labels.get(m, m))
     st.dataframe(summary.assign(mechanism=named), hide_index=True)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from app_pages.common import show_error, show_finished_worker
 from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts
+from synth_core.side_by_side import WORKLOAD_ERROR_SCALE
 from synth_core.whatif import NOT_PREDICTED, STANDINS, ranking_note
 from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
@@ -112,6 +113,12 @@ def show_curves(curves) -> None:
         if not all(c.complete for c in shown):
             st.caption("Hollow markers are estimates (no run yet); filled markers are measured "
                        "by a stand-in run.")
+        single = all(c.seeds <= 1 for c in shown)
+        st.caption(WORKLOAD_ERROR_SCALE + " A prediction is an estimate, not a bound: "
+                   + ("with one seed no spread is shown, and the figures' last digits mean "
+                      "little; more seeds show how much the stand-in runs vary."
+                      if single else "its bars show only how the stand-in runs vary over "
+                                     "seeds, not how far the real error may be."))
         table = pd.concat([c.frame() for c in shown], ignore_index=True)
         st.dataframe(table.assign(mechanism=table["mechanism"].map(key_title)), hide_index=True,
                      key="wi_table")

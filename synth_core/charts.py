@@ -175,14 +175,16 @@ def proxy_error_figure(table: pd.DataFrame, top: int = 30) -> go.Figure:
 
 
 def compare_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and standard deviation of the workload error per mechanism and epsilon."""
+    """Mean, smallest and largest workload error per mechanism and epsilon (over the
+    seeds), the standard deviation (None for one run: it is undefined) and the runs."""
     ok = results[results["status"] == "finished"].copy()
     if ok.empty:
-        return pd.DataFrame(columns=["mechanism", "epsilon", "mean", "std", "runs"])
+        return pd.DataFrame(columns=["mechanism", "epsilon", "mean", "min", "max", "std", "runs"])
     ok["workload_error"] = ok["workload_error"].astype(float)
     g = ok.groupby(["mechanism", "epsilon"])["workload_error"]
-    out = g.agg(["mean", "std", "count"]).reset_index().rename(columns={"count": "runs"})
-    out["std"] = out["std"].fillna(0.0)
+    out = g.agg(["mean", "min", "max", "std", "count"]).reset_index() \
+        .rename(columns={"count": "runs"})
+    out["std"] = out["std"].astype(object).where(out["runs"] > 1, None)
     return out.sort_values(["mechanism", "epsilon"], ignore_index=True)
 
 
@@ -204,7 +206,8 @@ def compare_figure(results: pd.DataFrame, reference: float | None = None,
         color = mechanism_color(name, names)
         fig.add_trace(go.Scatter(
             x=t["epsilon"], y=t["mean"], mode="lines+markers", name=_named(labels, name),
-            error_y=dict(type="data", array=t["std"], visible=True),
+            error_y=dict(type="data", symmetric=False, visible=True,
+                         array=t["max"] - t["mean"], arrayminus=t["mean"] - t["min"]),
             line=dict(color=color, dash="dot" if name == "public-only" else "solid"),
             marker=dict(color=color, size=8),
             customdata=t["runs"],
@@ -215,9 +218,11 @@ def compare_figure(results: pd.DataFrame, reference: float | None = None,
         # them and sampled, which has the public colour): a neutral line, its value named
         fig.add_hline(y=reference, line=dict(color=TOTAL_COLOR, dash="dash", width=1),
                       annotation_text=f"public rows alone (the rows themselves): "
-                                      f"{reference:.4g}", annotation_position="top left")
+                                      f"{reference:.4g}", annotation_position="bottom right")
     _log_epsilon_axis(fig, summary["epsilon"].astype(float).tolist())
-    fig.update_yaxes(title="workload error (mean ± sd over seeds)", rangemode="tozero")
+    # the same convention as the what-if chart and the notebooks' error_chart
+    fig.update_yaxes(title="workload error (mean; bars: min to max over seeds)",
+                     rangemode="tozero")
     return _layout(fig, "CURATOR-ONLY workload error against epsilon", height=420)
 
 

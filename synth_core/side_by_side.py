@@ -23,6 +23,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+#: how to read a workload error, for the charts that show one (what-if, Compare)
+WORKLOAD_ERROR_SCALE = ("Workload error: the mean, over the workload's marginals, of the L1 "
+                        "distance between the real and the synthetic cell shares. It runs from "
+                        "0 (identical) to 2 (no cell in common), and half of it is the share of "
+                        "the probability mass in the wrong cells: 0.3 means 15%.")
 from typing import Mapping, Sequence
 
 import numpy as np

@@ -107,3 +107,17 @@ def test_round_table_says_public_measurements_have_no_noise():
     assert (measured.loc[measured["source"] == "public", "noise std"] == NO_NOISE).all()
     private = measured.loc[measured["source"] == "private", "noise std"]
     assert all(float(s) > 0 for s in private)
+
+
+def test_compare_bars_run_from_the_smallest_to_the_largest_seed():
+    """The same bar convention as the what-if chart: min to max over seeds (the sd of
+    two seeds said little and one seed has none)."""
+    results = compare_results([0.1, 1.0])          # two seeds, 0.01 apart
+    summary = charts.compare_summary(results)
+    assert (summary["max"] - summary["min"]).round(9).eq(0.01).all()
+    bars = charts.compare_figure(results).data[0].error_y
+    assert list(bars.array) == pytest.approx([0.005, 0.005])
+    assert list(bars.arrayminus) == pytest.approx([0.005, 0.005])
+    one = charts.compare_summary(results[results["seed"] == 0])
+    assert one["std"].isna().all() and (one["min"] == one["max"]).all()
+    assert "min to max" in charts.compare_figure(results).layout.yaxis.title.text
