@@ -8,6 +8,8 @@ import contextlib
 import sys
 from pathlib import Path
 
+from .cli_whatif import add_parser as add_whatif_parser
+from .cli_whatif import run as run_whatif
 from .errors import SynthError
 
 EPILOG = """examples (release mode: no --seed; the files may be published):
@@ -163,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("samples", help="list the bundled sample datasets")
     _add_schema_parser(sub)
+    add_whatif_parser(sub)
 
     sweep = sub.add_parser(
         "sweep", help="run a sweep (datasets x mechanisms x epsilons x seeds), resumably",
@@ -657,6 +660,8 @@ def main(argv=None) -> int:
             return _sweep(args)
         if args.command == "schema":
             return _schema(args)
+        if args.command == "whatif":
+            return run_whatif(args)
         return _samples()
     except SynthError as exc:
         print(f"synth: error: {exc.text('cli')}", file=sys.stderr)

@@ -1,0 +1,164 @@
+"""``synth whatif``: the workbench's what-if preview on the command line.
+
+Predicted workload error against epsilon for one or more mechanisms, from
+public information only (:mod:`synth_core.whatif`), at zero privacy cost: the
+mechanisms run on stand-in tables built from the public rows, the declared
+public columns' values and, under bounded DP, the private row count. The
+command drives a :class:`~synth_core.workbench.Workbench` (one code path with
+the app's Workload page): it loads the table and its public information as
+the Data and Public information pages do, then runs ``start_what_if`` and
+prints the curves, what each is based on, and the notes the page shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DESCRIPTION = (
+    "Predict the workload error of mechanisms at each epsilon before spending any budget: "
+    "each mechanism runs on a stand-in table built from public information only (the public "
+    "rows, the public columns' values and, under bounded DP, the private row count), with its "
+    "own simulated ledger. Nothing is charged to the table's budget. Prints one line per "
+    "predicted point (estimates first, then stand-in runs replace them), what each curve is "
+    "based on, and its caveats. A prediction is an estimate, not a bound (docs/whatif.md).")
+
+EPILOG = """examples:
+  synth whatif --sample titanic --mechanism jam-pgm aim --epsilons 0.1 1 10
+  synth whatif --data private.csv --public public.csv --schema schema.json \\
+               --mechanism jam-pgm mwem-pgm --epsilons 0.3 1 3 --seeds 2 --out whatif.json
+"""
+
+
+def add_parser(sub) -> None:
+    """The ``whatif`` sub-command of ``synth``."""
+    from .whatif import STANDINS
+
+    p = sub.add_parser("whatif", help="predict error against epsilon at zero privacy cost",
+                       description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_argument_group("table and public information (as for synth run)")
+    src.add_argument("--data", metavar="PATH", help="private table (.csv, .csv.gz, .parquet): "
+                     "only its row count (bounded DP) and its public columns' values are used")
+    src.add_argument("--sample", metavar="NAME", help="a bundled sample instead of --data")
+    src.add_argument("--public", metavar="PATH", help="public rows: a table over the same columns")
+    src.add_argument("--public-flag", metavar="COLUMN",
+                     help="public rows: rows of --data whose COLUMN is true/yes/1")
+    src.add_argument("--no-public", action="store_true", help="ignore the sample's public table")
+    src.add_argument("--public-columns", metavar="COL,COL,...",
+                     help="public columns: known for every record")
+    src.add_argument("--schema", metavar="PATH", help="declared schema (JSON)")
+    what = p.add_argument_group("what to predict")
+    what.add_argument("--mechanism", nargs="+", required=True, metavar="M",
+                      help="mechanisms (registry names; 'aim+conditional' and "
+                           "'vjam-pgm+conditional' for conditional generation)")
+    what.add_argument("--epsilons", nargs="+", type=float, required=True, metavar="E",
+                      help="the epsilon grid")
+    what.add_argument("--seeds", type=int, default=1, help="stand-in runs per point (1 to 10; "
+                      "default 1: no spread shown)")
+    what.add_argument("--standin", choices=sorted(STANDINS),
+                      help="the stand-in for the private table (default: the best the public "
+                           "information allows: public-rows, public-columns-fit, independent)")
+    what.add_argument("--assumed-n", type=int, metavar="N",
+                      help="unbounded DP without public rows: the row count to assume")
+    settings = p.add_argument_group("run settings (as for synth run)")
+    settings.add_argument("--workload", help="default: all-3way")
+    settings.add_argument("--delta", type=float, help="default: 1e-9")
+    settings.add_argument("--neighbours", choices=["bounded", "unbounded"],
+                          help="default: bounded")
+    settings.add_argument("--rounds", type=int, help="the mechanism's rounds (default: its own)")
+    settings.add_argument("--fit-iters", type=int, help="per-round fit iterations")
+    settings.add_argument("--final-fit-iters", type=int, help="final fit iterations")
+    p.add_argument("--out", metavar="PATH",
+                   help="also write the curves as JSON (what a release report's what_if block "
+                        "holds: basis and predicted points, no private value)")
+    p.add_argument("--quiet", action="store_true", help="do not print progress")
+
+
+def _workbench(args):
+    """A Workbench with the table, its public information and the settings of ``args``."""
+    from .errors import SynthError
+    from .workbench import Workbench
+
+    if bool(args.data) == bool(args.sample):
+        raise SynthError("Give exactly one of --data PATH or --sample NAME.",
+                         hint="'synth samples' lists the bundled samples.")
+    wb = Workbench()
+    if args.sample:
+        wb.load_sample(args.sample)
+    else:
+        wb.load_upload(Path(args.data).name, _read(args.data, "--data"))
+    if args.schema:
+        wb.load_schema_file(Path(args.schema).name, _read(args.schema, "--schema"))
+    if args.no_public:
+        wb.clear_public_rows()
+    if args.public:
+        wb.set_public_table(Path(args.public).name, _read(args.public, "--public"))
+    if args.public_flag:
+        wb.set_public_flag(args.public_flag)
+    if args.public_columns:
+        wb.set_public_columns([c.strip() for c in args.public_columns.split(",") if c.strip()])
+    changes = {k: getattr(args, k) for k in ("workload", "delta", "neighbours", "rounds",
+                                             "fit_iters", "final_fit_iters")
+               if getattr(args, k) is not None}
+    if changes:
+        wb.update_settings(**changes)
+    return wb
+
+
+def _read(path: str, flag: str) -> bytes:
+    from .errors import DataError
+    if not Path(path).is_file():
+        raise DataError(f"{flag}: file '{path}' not found.",
+                        hint=f"Check the path; a relative path is read from the current "
+                             f"folder ({Path.cwd()}).", path=str(path))
+    return Path(path).read_bytes()
+
+
+def run(args) -> int:
+    """Predict, print and (with --out) write the curves; 0 when every curve is complete."""
+    from .report import atomic_write_bytes, check_release
+    from .side_by_side import WORKLOAD_ERROR_SCALE
+    from .whatif import NOTHING_SPENT, ranking_note
+    from .workbench.guide import key_title
+
+    wb = _workbench(args)
+    worker = wb.start_what_if(args.mechanism, args.epsilons, args.seeds, args.standin,
+                              args.assumed_n)
+    try:
+        last = None
+        while worker is not None and not worker.wait(0.5):
+            done, total = worker.progress
+            if not args.quiet and done != last:
+                print(f"synth: stand-in run {done + 1} of {total}", file=sys.stderr, flush=True)
+                last = done
+    except KeyboardInterrupt:
+        wb.whatif.stop()
+        raise
+    curves = wb.whatif.curves()
+    print("mechanism                epsilon  predicted   min       max       seeds  kind")
+    for c in curves:
+        for p in c.points:
+            print(f"{key_title(c.mechanism):<24} {p.epsilon:<8g} {p.mean:<9.4f} {p.low:<9.4f} "
+                  f"{p.high:<9.4f} {len(p.errors):<6} {p.kind}")
+    for basis in dict.fromkeys(c.basis for c in curves):
+        names = ", ".join(key_title(c.mechanism) for c in curves if c.basis == basis)
+        print(f"\nWhat the prediction for {names} is based on: {basis}")
+    for c in curves:
+        if c.flat_note:
+            print(f"\n{key_title(c.mechanism)}: a flat prediction. {c.flat_note}")
+        for failure in c.failures:
+            print(f"\n{key_title(c.mechanism)}: {failure}")
+    ranking = ranking_note(curves)
+    if ranking:
+        print(f"\nRanking mechanisms on this stand-in: {ranking}")
+    print(f"\n{WORKLOAD_ERROR_SCALE} A prediction is an estimate, not a bound. {NOTHING_SPENT}")
+    if args.out:
+        block = {"what_if": [dict(c.to_release(), title=key_title(c.mechanism)) for c in curves],
+                 "rho_spent_on_private": 0.0}
+        check_release(block)
+        atomic_write_bytes(Path(args.out), (json.dumps(block, indent=2) + "\n").encode("utf-8"))
+        print(f"synth: wrote {args.out}", file=sys.stderr)
+    return 0 if curves and all(c.complete for c in curves) else 1

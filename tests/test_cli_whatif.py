@@ -1,0 +1,46 @@
+"""``synth whatif``: the what-if preview on the command line (real stand-in runs)."""
+
+from __future__ import annotations
+
+import json
+
+from synth_core.budget import BudgetAccount
+from synth_core.cli import main
+from synth_core.report import check_release
+from synth_core.workbench import Workbench
+
+SMALL = ["--rounds", "3", "--fit-iters", "10", "--final-fit-iters", "20", "--workload", "all-2way"]
+
+
+def test_whatif_predicts_both_kinds_says_what_it_rests_on_and_spends_nothing(tmp_path, capsys):
+    wb = Workbench()
+    wb.load_sample("titanic")
+    account = wb.set_dataset_budget(1.0, 1e-9)     # the table's account: must stay untouched
+    out = tmp_path / "whatif.json"
+    assert main(["whatif", "--sample", "titanic", "--mechanism", "jam-pgm", "mwem-pgm",
+                 "--epsilons", "0.1", "10", *SMALL, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = [line.split() for line in printed.splitlines()
+            if line.startswith(("JAM-PGM ", "MWEM+PGM "))]
+    assert [(r[0], r[1], r[-1]) for r in rows] == [
+        ("JAM-PGM", "0.1", "measured"), ("JAM-PGM", "10", "measured"),
+        ("MWEM+PGM", "0.1", "measured"), ("MWEM+PGM", "10", "measured")]
+    assert "What the prediction for JAM-PGM is based on" in printed
+    assert "Ranking mechanisms on this stand-in" in printed      # both kinds on public rows
+    assert "No privacy budget was spent" in printed
+    block = json.loads(out.read_text())
+    check_release(block)
+    assert [c["mechanism"] for c in block["what_if"]] == ["jam-pgm", "mwem-pgm"]
+    assert all(len(c["points"]) == 2 and c["rho_spent"] == 0.0 for c in block["what_if"])
+    # the printed figures are the file's
+    assert float(rows[0][2]) == round(block["what_if"][0]["points"][0]["predicted_error"], 4)
+    assert BudgetAccount.open(account.path).charges == []
+
+
+def test_whatif_refuses_what_it_cannot_predict_and_names_a_missing_file(tmp_path, capsys):
+    assert main(["whatif", "--sample", "titanic", "--mechanism", "public-only",
+                 "--epsilons", "1"]) == 2
+    assert "No what-if for public-only" in capsys.readouterr().err
+    assert main(["whatif", "--data", str(tmp_path / "nope.csv"), "--mechanism", "aim",
+                 "--epsilons", "1"]) == 2
+    assert "--data: file" in capsys.readouterr().err
