@@ -33,9 +33,8 @@ EPILOG = """examples:
 
 
 def add_parser(sub) -> None:
-    """The ``whatif`` sub-command of ``synth``."""
-    from .whatif import STANDINS
-
+    """The ``whatif`` sub-command of ``synth`` (importing nothing heavy: ``synth --help``
+    stays fast; the stand-in names are checked when the what-if starts)."""
     p = sub.add_parser("whatif", help="predict error against epsilon at zero privacy cost",
                        description=DESCRIPTION, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,9 +57,10 @@ def add_parser(sub) -> None:
                       help="the epsilon grid")
     what.add_argument("--seeds", type=int, default=1, help="stand-in runs per point (1 to 10; "
                       "default 1: no spread shown)")
-    what.add_argument("--standin", choices=sorted(STANDINS),
-                      help="the stand-in for the private table (default: the best the public "
-                           "information allows: public-rows, public-columns-fit, independent)")
+    what.add_argument("--standin", metavar="NAME",
+                      help="the stand-in for the private table: public-rows, public-columns-fit "
+                           "or independent (default: the best the public information allows, "
+                           "in that order)")
     what.add_argument("--assumed-n", type=int, metavar="N",
                       help="unbounded DP without public rows: the row count to assume")
     settings = p.add_argument_group("run settings (as for synth run)")

@@ -85,7 +85,8 @@ def choose_standin(standin: str | None, available: Sequence[str]) -> str:
     """``standin`` (the best available one if None), checked against ``available``."""
     standin = standin or available[0]
     if standin not in STANDINS:
-        raise ConfigError(f"Unknown stand-in {standin!r}.")
+        raise ConfigError(f"Unknown stand-in {standin!r}.",
+                          hint="Available here: " + ", ".join(available) + ".")
     if standin not in available:
         raise ConfigError(f"The '{standin}' stand-in is not available here.",
                           hint="Available: " + ", ".join(available) + ".")
