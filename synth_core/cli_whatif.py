@@ -12,69 +12,9 @@ prints the curves, what each is based on, and the notes the page shows.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
-
-DESCRIPTION = (
-    "Predict the workload error of mechanisms at each epsilon before spending any budget: "
-    "each mechanism runs on a stand-in table built from public information only (the public "
-    "rows, the public columns' values and, under bounded DP, the private row count), with its "
-    "own simulated ledger. Nothing is charged to the table's budget. Prints one line per "
-    "predicted point (estimates first, then stand-in runs replace them), what each curve is "
-    "based on, and its caveats. A prediction is an estimate, not a bound (docs/whatif.md).")
-
-EPILOG = """examples:
-  synth whatif --sample titanic --mechanism jam-pgm aim --epsilons 0.1 1 10
-  synth whatif --data private.csv --public public.csv --schema schema.json \\
-               --mechanism jam-pgm mwem-pgm --epsilons 0.3 1 3 --seeds 2 --out whatif.json
-"""
-
-
-def add_parser(sub) -> None:
-    """The ``whatif`` sub-command of ``synth`` (importing nothing heavy: ``synth --help``
-    stays fast; the stand-in names are checked when the what-if starts)."""
-    p = sub.add_parser("whatif", help="predict error against epsilon at zero privacy cost",
-                       description=DESCRIPTION, epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = p.add_argument_group("table and public information (as for synth run)")
-    src.add_argument("--data", metavar="PATH", help="private table (.csv, .csv.gz, .parquet): "
-                     "only its row count (bounded DP) and its public columns' values are used")
-    src.add_argument("--sample", metavar="NAME", help="a bundled sample instead of --data")
-    src.add_argument("--public", metavar="PATH", help="public rows: a table over the same columns")
-    src.add_argument("--public-flag", metavar="COLUMN",
-                     help="public rows: rows of --data whose COLUMN is true/yes/1")
-    src.add_argument("--no-public", action="store_true", help="ignore the sample's public table")
-    src.add_argument("--public-columns", metavar="COL,COL,...",
-                     help="public columns: known for every record")
-    src.add_argument("--schema", metavar="PATH", help="declared schema (JSON)")
-    what = p.add_argument_group("what to predict")
-    what.add_argument("--mechanism", nargs="+", required=True, metavar="M",
-                      help="mechanisms (registry names; 'aim+conditional' and "
-                           "'vjam-pgm+conditional' for conditional generation)")
-    what.add_argument("--epsilons", nargs="+", type=float, required=True, metavar="E",
-                      help="the epsilon grid")
-    what.add_argument("--seeds", type=int, default=1, help="stand-in runs per point (1 to 10; "
-                      "default 1: no spread shown)")
-    what.add_argument("--standin", metavar="NAME",
-                      help="the stand-in for the private table: public-rows, public-columns-fit "
-                           "or independent (default: the best the public information allows, "
-                           "in that order)")
-    what.add_argument("--assumed-n", type=int, metavar="N",
-                      help="unbounded DP without public rows: the row count to assume")
-    settings = p.add_argument_group("run settings (as for synth run)")
-    settings.add_argument("--workload", help="default: all-3way")
-    settings.add_argument("--delta", type=float, help="default: 1e-9")
-    settings.add_argument("--neighbours", choices=["bounded", "unbounded"],
-                          help="default: bounded")
-    settings.add_argument("--rounds", type=int, help="the mechanism's rounds (default: its own)")
-    settings.add_argument("--fit-iters", type=int, help="per-round fit iterations")
-    settings.add_argument("--final-fit-iters", type=int, help="final fit iterations")
-    p.add_argument("--out", metavar="PATH",
-                   help="also write the curves as JSON (what a release report's what_if block "
-                        "holds: basis and predicted points, no private value)")
-    p.add_argument("--quiet", action="store_true", help="do not print progress")
 
 
 def _workbench(args):

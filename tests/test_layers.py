@@ -66,7 +66,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "run_time"),
     8: ("api",),
     9: ("runner", "whatif", "experiments", "audit", "explain", "side_by_side"),
-    10: ("cli", "disk_table", "workbench", "workbench.background", "workbench.budget",
+    10: ("cli", "cli_parser", "cli_whatif", "disk_table", "workbench", "workbench.background", "workbench.budget",
          "workbench.catalog", "workbench.command", "workbench.compare", "workbench.disk",
          "workbench.domain", "workbench.guide", "workbench.memory", "workbench.public",
          "workbench.runs",

@@ -65,7 +65,7 @@ def test_synth_help_imports_no_engine_and_lists_every_command():
     from synth_core.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert sorted(sub.choices) == ["run", "samples", "schema", "sweep"]
+    assert sorted(sub.choices) == ["run", "samples", "schema", "sweep", "whatif"]
     for command in sub.choices:
         assert command in printed
     assert "--help" in printed
@@ -83,7 +83,7 @@ def test_parsing_a_run_command_line_imports_no_mechanism():
 
 
 def test_synth_run_help_lists_every_option_and_every_mechanism_option():
-    from synth_core.cli import OPTION_FLAGS, build_parser
+    from synth_core.cli_parser import OPTION_FLAGS, build_parser
     from synth_core.mechanisms import MECHANISMS
 
     modules, printed = fresh(cli("run", "--help"))

@@ -179,7 +179,7 @@ def command_recipe(command: str, plan=(), seeded: bool = False):
     """The :class:`~synth_core.notebook.RunRecipe` of a reproduce command: the
     CLI's own parser reads its arguments, so the notebook repeats exactly what
     the shell script would (same inputs, settings and notes; no seed)."""
-    from ..cli import _parse_columns, _parse_options, build_parser
+    from ..cli_parser import _parse_columns, _parse_options, build_parser
     from ..notebook import RunRecipe
 
     argv, notes = command_argv(command)
