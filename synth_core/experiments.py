@@ -170,8 +170,13 @@ class Job:
                 "public_columns_used": list(self.public_columns), "synth_core": __version__}
 
     def label(self) -> str:
-        return (f"{self.dataset.name} {self.mechanism.label} eps={self.config.epsilon:g} "
-                f"seed={self.config.seed}")
+        """The run as progress lines name it (with its seed: for the curator's eyes)."""
+        return f"{self.charge_label()} seed={self.config.seed}"
+
+    def charge_label(self) -> str:
+        """The run as a budget account's history names it: no seed, since a release
+        report carries that history and a seed regenerates a research run's noise."""
+        return f"{self.dataset.name} {self.mechanism.label} eps={self.config.epsilon:g}"
 
 
 @dataclass(frozen=True)

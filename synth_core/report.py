@@ -138,8 +138,18 @@ def build_report(*, config: dict, privacy: dict, domain_source: str, schema: dic
     return report
 
 
+#: a seed written into text ("seed=3", "seed: 3"): a release's strings must not carry one
+_SEED_IN_TEXT = re.compile(r"\bseed\s*[=:]\s*-?\d")
+
+
 def check_release(obj, path: str = "report") -> None:
-    """Raise if a release object contains a curator-only key anywhere."""
+    """Raise if a release object contains a curator-only key anywhere, or a seed
+    written into one of its strings (a label, a history entry)."""
+    if isinstance(obj, str):
+        if _SEED_IN_TEXT.search(obj):
+            raise ConfigError(f"Refusing to release {path}: its text names a seed ({obj!r}), "
+                              "which regenerates a research run's noise.")
+        return
     if isinstance(obj, dict):
         for key, value in obj.items():
             if key in CURATOR_ONLY_KEYS:

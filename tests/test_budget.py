@@ -545,3 +545,24 @@ def test_a_missing_input_names_its_option(value, found):
         _check_inputs_exist(args)
     with pytest.raises(DataError, match=r"^--schema: file"):
         _check_inputs_exist(Namespace(data=None, public=None, schema="none.json"))
+
+
+def test_a_release_after_a_comparison_names_no_seed_in_the_accounts_history(wb):
+    """The account's history goes into every release report; the Compare and sweep
+    entries named each run with its seed ("... eps=1 seed=0"), which regenerates a
+    research run's noise. They name the run without it, and check_release refuses
+    a seed written into any string."""
+    wb.update_settings(mechanism="mwem-pgm")
+    wb.set_dataset_budget(5.0, 1e-9)
+    sweep = wb.start_compare(["mwem-pgm"], [1.0], 2)
+    assert sweep.wait(120)
+    worker = wb.start_run()
+    assert worker.wait(120)
+    run = wb.collect()
+    history = run.result.report["budget_account"]["history"]
+    assert [h["what"].startswith("compare: ") for h in history] == [True, True, False]
+    assert not any("seed" in h["what"] for h in history)
+    check_release(run.result.report)
+    with pytest.raises(ConfigError, match="names a seed"):
+        check_release({"budget_account": {"history": [{"what": "compare: x eps=1 seed=0"}]}})
+    check_release({"statement": "a seeded research run; the seed is not released"})

@@ -250,7 +250,7 @@ class SweepCharges:
         if fingerprint is None:
             return None
         return self.service.reserve(fingerprint, job.config.epsilon, job.config.delta,
-                                    f"synth sweep: {job.label()}", job.config.mechanism)
+                                    f"synth sweep: {job.charge_label()}", job.config.mechanism)
 
     def settle(self, hold: BudgetHold | None, rho_spent: float | None) -> None:
         if hold is not None:

@@ -153,7 +153,7 @@ class CompareService(BackgroundService):
             # each job is charged to the table's account before it reads the data
             try:
                 held = self.budget.reserve(setup.fingerprint, j.config.epsilon, j.config.delta,
-                                           f"compare: {j.label()}", j.config.mechanism)
+                                           f"compare: {j.charge_label()}", j.config.mechanism)
             except BudgetExceededError as exc:   # not run, not stored: shown on the page
                 return {**job, "status": REFUSED, "error": str(exc)}
             row = None
