@@ -450,9 +450,10 @@ if BACKEND == "memory" and isinstance(data, str):
     data = load_table(data)
 budget = run_account(data, budget_file=BUDGET_FILE, label=table_label(DATA, SAMPLE),
                      default_delta=CONFIG["delta"])
-print(f"charged to the table's budget account {budget.label!r} ({budget.path})"
-      if budget is not None else "no budget account for this table here: the run is capped "
-      "by its own epsilon only")"""
+# the label only: the account's file is named by the table's fingerprint, a function of the
+# private data, and a saved notebook keeps what this cell prints
+print(f"charged to the table's budget account {budget.label!r}" if budget is not None
+      else "no budget account for this table here: the run is capped by its own epsilon only")"""
 
 RUN_CODE = """from synth_core.notebook import live
 

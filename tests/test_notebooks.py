@@ -282,6 +282,10 @@ def test_workbench_release_notebook_matches_its_shell_script(tmp_path):
     # the repeat found the table's account by its content and was charged to it
     assert f"charged to the table's budget account {wb.dataset_budget().label!r}" in "".join(texts(nb))
     assert len(wb.dataset_budget().charges) == 2
+    # what the executed notebook keeps names the account, not its file (the fingerprint)
+    kept = json.dumps(nbformat.writes(nb))
+    account = wb.dataset_budget()
+    assert account.path.name not in kept and account.fingerprint[:16] not in kept
     assert repeated["budget_account"]["this_run_rho"] == pytest.approx(
         repeated["privacy"]["rho_spent"])
 
