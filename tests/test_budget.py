@@ -375,9 +375,22 @@ def test_a_second_account_for_a_table_the_workbench_keeps_one_for_is_refused(wb,
                  "--rounds", "2", "--quiet", "--budget-file", str(fresh),
                  "--budget-total-epsilon", "5", "--out", str(tmp_path / "s.csv")]) == 2
     err = capsys.readouterr().err
-    assert "A second account for the same table" in err and str(account.path) in err
+    assert "would be a second account" in err and str(account.path) in err
     assert not fresh.exists() and not (tmp_path / "s.csv").exists()
     assert account.path.exists() and wb.dataset_budget().spent == 0
+    # a copy of the account (or an account made before the workbench's) is refused too
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(account.path.read_bytes())
+    assert main(["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1",
+                 "--rounds", "2", "--quiet", "--budget-file", str(copy),
+                 "--out", str(tmp_path / "s.csv")]) == 2
+    assert "is another account of it" in capsys.readouterr().err
+    assert BudgetAccount.open(copy).charges == [] and wb.dataset_budget().spent == 0
+    # the workbench's own file, named, is that account
+    assert main(["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1",
+                 "--rounds", "2", "--quiet", "--budget-file", str(account.path),
+                 "--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]) == 0
+    assert len(wb.dataset_budget().charges) == 1
 
 
 def test_synth_sweep_is_charged_to_the_tables_account_and_refused_up_front(wb, tmp_path,

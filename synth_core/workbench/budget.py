@@ -180,9 +180,10 @@ def run_account(data, *, budget_file=None, label: str, epsilon: float | None = N
     engine backend counts): ``budget_file`` (opened, or created with a total of
     ``epsilon``: :func:`~synth_core.budget.open_for_table`); without it, the
     account the workbench keeps for the table (:func:`budget_path`), if any; else
-    None. A new ``budget_file`` for a table the workbench already has an account
-    for is refused (ConfigError naming it): two accounts of one table would let its
-    runs together pass its total."""
+    None. A ``budget_file`` other than the account the workbench keeps for the table
+    (a new file, a copy, an account made before the workbench's) is refused
+    (ConfigError naming it): two accounts of one table would let its runs together
+    pass its total."""
     import pandas as pd
 
     from ..budget import fingerprint_source, open_for_table, table_fingerprint
@@ -193,12 +194,13 @@ def run_account(data, *, budget_file=None, label: str, epsilon: float | None = N
     if budget_file is None:
         return kept
     path = Path(budget_file)
-    if kept is not None and not path.exists():
+    if kept is not None and path.resolve() != kept.path.resolve():
+        what = "is another account of it" if path.exists() else "would be a second account"
         raise ConfigError(
-            f"There is no budget account at '{path}', but this table has one in the "
-            f"workbench's budgets folder: '{kept.path}' ('{kept.label}', "
-            f"{kept.left_text(default_delta)} left). A second account for the same table "
-            "would let its runs together pass the table's total.",
+            f"This table has a budget account in the workbench's budgets folder: "
+            f"'{kept.path}' ('{kept.label}', {kept.left_text(default_delta)} left); '{path}' "
+            f"{what}. Two accounts for one table would let its runs together pass the "
+            "table's total.",
             hint=f"Leave out the budget file (the run is then charged to that account), or "
                  f"give '{kept.path}'.", path=str(path))
     return open_for_table(path, fingerprint=fingerprint or table_fingerprint(data), label=label,
