@@ -563,9 +563,12 @@ def job_summary(job: Job) -> dict:
 
 
 def pending_jobs(sweep: Sweep, store: ResultStore) -> tuple[list[Job], int]:
-    """(jobs not yet finished in the store, how many are finished)."""
+    """(jobs not yet finished in the store, how many are finished). Jobs with one run
+    id (two dataset names for the same table, public information and choices) are one
+    job, run once under the first name: a second run would spend budget again only to
+    overwrite the first's result."""
     done = store.finished_ids()
-    jobs = sweep.jobs()
+    jobs = list({j.run_id: j for j in reversed(sweep.jobs())}.values())[::-1]
     todo = [j for j in jobs if j.run_id not in done]
     return todo, len(jobs) - len(todo)
 

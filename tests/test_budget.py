@@ -579,3 +579,38 @@ def test_a_release_after_a_comparison_names_no_seed_in_the_accounts_history(wb):
     with pytest.raises(ConfigError, match="names a seed"):
         check_release({"budget_account": {"history": [{"what": "compare: x eps=1 seed=0"}]}})
     check_release({"statement": "a seeded research run; the seed is not released"})
+
+
+def test_two_dataset_names_for_one_table_run_once_and_are_checked_together(wb, tmp_path,
+                                                                           capsys):
+    """Two names for the same table and settings are one job (the same run id): run
+    once, not twice with the second overwriting the first; and the up-front check
+    sums a table's runs under every name it has."""
+    from synth_core.cli import main
+    from synth_core.experiments import ResultStore, Sweep, pending_jobs
+    wb.set_dataset_budget(1.2, 1e-9)                 # one run of epsilon 1 fits, not two
+    spec = tmp_path / "sweep.toml"
+    spec.write_text('''name = "twice"
+mechanisms = ["mwem-pgm"]
+epsilons = [1.0]
+seeds = [0]
+[settings]
+rounds = 2
+[[datasets]]
+name = "a"
+sample = "titanic"
+[[datasets]]
+name = "b"
+sample = "titanic"
+''')
+    store = tmp_path / "store"
+    todo, _ = pending_jobs(Sweep.from_file(spec), ResultStore(store))
+    assert [j.dataset.name for j in todo] == ["a"]
+    assert main(["sweep", str(spec), "--store", str(store), "--quiet"]) == 0
+    assert "dataset 'a' has a budget account" in capsys.readouterr().err
+    assert len(wb.dataset_budget().charges) == 1 and len(ResultStore(store).runs()) == 1
+    spec.write_text(spec.read_text().replace("seeds = [0]", "seeds = [1]")
+                    .replace('name = "b"\nsample = "titanic"',
+                             'name = "b"\nsample = "titanic"\ndrop_columns = ["parch"]'))
+    assert main(["sweep", str(spec), "--store", str(store), "--quiet"]) == 2
+    assert "on datasets 'a', 'b'" in capsys.readouterr().err

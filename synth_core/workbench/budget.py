@@ -221,26 +221,28 @@ class SweepCharges:
     @classmethod
     def for_jobs(cls, jobs) -> "SweepCharges":
         """The accounts of the jobs' tables, each checked up front: refused
-        (BudgetExceededError, saying what is left) when the jobs on one table would
-        together pass its total."""
-        fingerprints: dict[str, str] = {}
+        (BudgetExceededError, saying what is left) when the jobs on one table (under
+        any of its dataset names) would together pass its total."""
+        fingerprints: dict[str, str | None] = {}
         by_table: dict[str, list] = {}
         for job in jobs:
             d = job.dataset
             if d.name not in fingerprints:
                 fingerprints[d.name] = command_line_fingerprint(d.data, d.backend)
-            by_table.setdefault(d.name, []).append(job)
+            if fingerprints[d.name] is not None:
+                by_table.setdefault(fingerprints[d.name], []).append(job)
         charged = {}
-        for name, todo in by_table.items():
-            if fingerprints[name] is None:
-                continue
-            account = BudgetService.account(fingerprints[name])
+        for fingerprint, todo in by_table.items():
+            account = BudgetService.account(fingerprint)
             if account is None:
                 continue
+            names = sorted({j.dataset.name for j in todo})
             need = sum(run_rho(j.config.mechanism, j.config.epsilon, j.config.delta) for j in todo)
-            account.refuse_unless_fits(need, f"this sweep's {len(todo)} run(s) on dataset "
-                                             f"'{name}'", todo[0].config.delta)
-            charged[name] = fingerprints[name]
+            account.refuse_unless_fits(
+                need, f"this sweep's {len(todo)} run(s) on dataset"
+                      f"{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}",
+                todo[0].config.delta)
+            charged.update({name: fingerprint for name in names})
         return cls(charged)
 
     def accounts(self) -> dict[str, BudgetAccount]:
