@@ -327,6 +327,8 @@ class RunRecipe:
     public_columns: tuple[str, ...] = ()
     schema: str | None = None
     budget_file: str | None = None
+    #: columns of the private table the run left out on request (``--drop``)
+    drop_columns: tuple[str, ...] = ()
     #: the run's measurement plan: [round, marginal columns, source] per measurement
     plan: tuple = ()
     #: the notes of the reproduce command (files to provide, what cannot be repeated)
@@ -407,6 +409,7 @@ PUBLIC_FLAG = {public_flag}
 NO_PUBLIC = {no_public}
 PUBLIC_COLUMNS = {public_columns}
 SCHEMA = {schema}
+DROP_COLUMNS = {drop_columns}
 BUDGET_FILE = {budget_file}
 ORIGINAL_PLAN = {plan}"""
 
@@ -460,7 +463,8 @@ RUN_CODE = """from synth_core.notebook import live
 synth = Synthesizer.from_config(RunConfig(**{**CONFIG, "seed": SEED}))
 for event in live(synth.run(data, public, schema=schema, public_flag=PUBLIC_FLAG,
                             public_columns=PUBLIC_COLUMNS, data_name=data_name,
-                            public_name=public_name, backend=BACKEND, budget=budget)):
+                            public_name=public_name, backend=BACKEND, budget=budget,
+                            drop_columns=DROP_COLUMNS)):
     pass
 result = synth.result
 result"""
@@ -489,6 +493,7 @@ def recipe_cells(recipe: RunRecipe) -> list[dict]:
               "no_public": literal(bool(recipe.no_public)),
               "public_columns": literal(list(recipe.public_columns)),
               "schema": literal(recipe.schema), "budget_file": literal(recipe.budget_file),
+              "drop_columns": literal(list(recipe.drop_columns)),
               "plan": literal([[r, list(c), src] for r, c, src in recipe.plan])}
     cells = [_cell("markdown", INTRO)]
     if recipe.notes:
@@ -546,4 +551,5 @@ def result_recipe(result, *, sample: str | None = None, data: str | None = None,
                      public_flag=public_flag,
                      no_public=sample is not None and not rows_used and public_flag is None,
                      public_columns=columns, schema=schema, plan=tuple(plan_of(result.report)),
+                     drop_columns=tuple(result.inputs.dropped),
                      seeded=seed is not None, curator_file=curator_file)

@@ -301,3 +301,28 @@ def test_the_repeat_notebook_says_whether_the_run_had_a_seed_to_keep(tmp_path, s
     assert ("it has no seed to keep" in text) == (seed is None)
     assert ("This run was seeded" in text) == (seed is not None)
     assert "spends the\ntable's budget again" in text
+
+
+@pytest.mark.slow
+def test_the_release_notebook_leaves_out_the_columns_the_run_left_out(tmp_path):
+    """A column left out on the Data page is --drop in the script; the notebook left it
+    in, spent budget on its marginals and released it (an identifier, in a helper's run)."""
+    from synth_core.workbench import Workbench
+    from synth_core.workbench.command import reproduce_notebook
+
+    wb = Workbench()
+    wb.load_sample("titanic")
+    wb.drop_column("parch")
+    wb.update_settings(epsilon=0.5, seed=5, **TINY)
+    wb.start_run().wait(300)
+    run = wb.collect()
+    assert "--drop parch" in run.reproduce
+    path = tmp_path / "reproduce.ipynb"
+    path.write_bytes(reproduce_notebook(run.reproduce, run.result.report))
+    (tmp_path / "schema.json").write_bytes(wb.release_files(run)["schema.json"])  # its note
+    execute(path, tmp_path)
+    synthetic = pd.read_csv(tmp_path / "synthetic.csv")
+    repeated = json.loads((tmp_path / "report.json").read_text())
+    assert "parch" not in synthetic.columns and list(synthetic.columns) == \
+        list(run.result.synthetic.columns)
+    assert all("parch" not in m["clique"] for m in repeated["measurements"])

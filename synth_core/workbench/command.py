@@ -202,6 +202,7 @@ def command_recipe(command: str, plan=(), seeded: bool = False):
                      public=args.public, public_flag=args.public_flag, no_public=args.no_public,
                      public_columns=_parse_columns(args.public_columns, "--public-columns"),
                      schema=args.schema, budget_file=args.budget_file, plan=tuple(plan),
+                     drop_columns=_parse_columns(args.drop_columns, "--drop"),
                      notes=tuple(notes), seeded=seeded)
 
 
