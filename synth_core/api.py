@@ -627,7 +627,13 @@ class Synthesizer:
         yield from engine.rounds()
 
         rng = np.random.default_rng([seed, 1])
-        rows = inputs.data.n if neighbours.n_is_public else max(1, int(round(engine.model.total)))
+        if neighbours.n_is_public:
+            rows = inputs.data.n
+        elif mechanism.capabilities.zero_budget:
+            # no private measurement, so no noisy total: the public rows' own count
+            rows = inputs.data.public.n
+        else:
+            rows = max(1, int(round(engine.model.total)))
         conditional_on = mechanism.conditional_on
         codes = mechanism.sample(engine, rows, rng,
                                  lambda columns: own_public_codes(inputs, columns))

@@ -100,6 +100,11 @@ def test_public_only_baseline(small_private, small_public, small_schema):
     assert len(res.synthetic) == len(small_private)
     proxy = res.public_proxy_error()
     assert res.curator_diagnostics().workload_error == pytest.approx(proxy, abs=0.02)
+    # unbounded DP: n is not public and nothing private is measured, so the release has
+    # the public rows' own count (it had one row: the total of a model with no measurement)
+    synth, _ = run("public-only", small_private, small_public, small_schema, epsilon=1.0,
+                   seed=0, neighbours="unbounded")
+    assert len(synth.result.synthetic) == len(small_public) != len(small_private)
 
 
 @pytest.mark.slow
