@@ -24,7 +24,7 @@ def _budget_account(args, data, data_name):
 
     from .budget import table_label
     from .tables import load_table
-    from .workbench.budget import run_account
+    from .workbench.budget import ENGINE_NO_ACCOUNT, run_account
     if args.backend == "memory" and not isinstance(data, pd.DataFrame):
         data, data_name = load_table(data), data_name or Path(data).name
     account = run_account(data, budget_file=args.budget_file,
@@ -35,6 +35,8 @@ def _budget_account(args, data, data_name):
         print(f"synth: note: this table has a budget account in the workbench's budgets "
               f"folder ('{account.path}', '{account.label}', {account.left_text(args.delta)} "
               "left): the run is charged to it", file=sys.stderr)
+    if account is None and args.backend != "memory":
+        print("synth: note: " + ENGINE_NO_ACCOUNT.format(backend=args.backend), file=sys.stderr)
     if args.budget_label and account is not None and args.budget_label != account.label:
         print(f"synth: note: the budget account keeps its label '{account.label}' "
               "(--budget-label names a new account only)", file=sys.stderr)

@@ -614,3 +614,17 @@ sample = "titanic"
                              'name = "b"\nsample = "titanic"\ndrop_columns = ["parch"]'))
     assert main(["sweep", str(spec), "--store", str(store), "--quiet"]) == 2
     assert "on datasets 'a', 'b'" in capsys.readouterr().err
+
+
+def test_a_run_counting_the_file_on_disk_says_it_found_no_account(wb, tmp_path, capsys):
+    """The workbench's account of the loaded table is keyed by its content; a duckdb run
+    hashes the file's bytes and cannot find it: it says so instead of running silently
+    uncapped, and names the backend that is charged."""
+    from synth_core.cli import main
+    wb.set_dataset_budget(5.0, 1e-9)
+    assert main(["run", "--sample", "titanic", "--backend", "duckdb", "--mechanism",
+                 "mwem-pgm", "--epsilon", "1", "--rounds", "2", "--quiet",
+                 "--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]) == 0
+    err = capsys.readouterr().err
+    assert "no budget account was found for this file's bytes" in err
+    assert "--backend memory" in err and wb.dataset_budget().charges == []

@@ -155,6 +155,14 @@ class BudgetService:
 # ---------------------------------------------------------------- the command line's link
 
 
+#: what a run that counts a file on disk says when it finds no account for it
+ENGINE_NO_ACCOUNT = ("no budget account was found for this file's bytes: a run that counts "
+                     "the file on disk (--backend {backend}) is charged only to an account keyed "
+                     "by those bytes, and one the workbench made for the table loaded in memory "
+                     "is keyed by its content. If this table has a total set in the workbench, "
+                     "run with --backend memory so that the run is charged to it")
+
+
 def command_line_fingerprint(data, backend: str = "memory") -> str | None:
     """The fingerprint the workbench gives the table a command-line run reads:
     the loaded frame's content (memory backend; a path is loaded as the
