@@ -13,7 +13,8 @@ from ..mechanisms import MECHANISMS
 from ..report import DOMAIN_NOTES
 
 #: epsilon choices of the log-scale slider
-EPSILON_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+EPSILON_GRID = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0,
+                50.0, 100.0)
 
 
 def parse_epsilons(values: Sequence) -> tuple[list[float], list[str]]:
