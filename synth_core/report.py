@@ -142,11 +142,17 @@ def build_report(*, config: dict, privacy: dict, domain_source: str, schema: dic
 _SEED_IN_TEXT = re.compile(r"\bseed\s*[=:]\s*-?\d")
 
 
-def check_release(obj, path: str = "report") -> None:
+#: keys whose values are the data's own names and values (columns, categories), where a
+#: text such as "seed: 3" is data, not a run's seed
+_DATA_TEXT_KEYS = frozenset({"schema", "categories", "columns"})
+
+
+def check_release(obj, path: str = "report", *, texts: bool = True) -> None:
     """Raise if a release object contains a curator-only key anywhere, or a seed
-    written into one of its strings (a label, a history entry)."""
+    written into one of its strings (a label, a history entry; not the data's own
+    names and values under :data:`_DATA_TEXT_KEYS`)."""
     if isinstance(obj, str):
-        if _SEED_IN_TEXT.search(obj):
+        if texts and _SEED_IN_TEXT.search(obj):
             raise ConfigError(f"Refusing to release {path}: its text names a seed ({obj!r}), "
                               "which regenerates a research run's noise.")
         return
@@ -154,12 +160,12 @@ def check_release(obj, path: str = "report") -> None:
         for key, value in obj.items():
             if key in CURATOR_ONLY_KEYS:
                 raise ConfigError(f"Refusing to release {path}.{key}: it is a curator-only value.")
-            check_release(value, f"{path}.{key}")
+            check_release(value, f"{path}.{key}", texts=texts and key not in _DATA_TEXT_KEYS)
         if obj.get("domain", {}).get("source") == "private" and "WARNING" not in obj["domain"].get("note", ""):
             raise ConfigError("A release with a private-data-derived domain must carry the warning.")
     elif isinstance(obj, list):
         for i, value in enumerate(obj):
-            check_release(value, f"{path}[{i}]")
+            check_release(value, f"{path}[{i}]", texts=texts)
 
 
 def check_output_path(path, suffixes: tuple[str, ...], role: str) -> Path:

@@ -579,6 +579,8 @@ def test_a_release_after_a_comparison_names_no_seed_in_the_accounts_history(wb):
     with pytest.raises(ConfigError, match="names a seed"):
         check_release({"budget_account": {"history": [{"what": "compare: x eps=1 seed=0"}]}})
     check_release({"statement": "a seeded research run; the seed is not released"})
+    # the data's own values may read so: a category is data, not a run's seed
+    check_release({"schema": {"columns": [{"name": "bag", "categories": ["seed: 3 kg"]}]}})
 
 
 def test_two_dataset_names_for_one_table_run_once_and_are_checked_together(wb, tmp_path,
