@@ -22,6 +22,8 @@ here for display but never enter a release (:func:`~synth_core.workbench.runs.re
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
@@ -752,7 +754,10 @@ class Workbench:
             if len(values) != n:   # unbounded DP: resampled to the row count used
                 values = values.sample(n, replace=len(values) < n, random_state=0)
             values = values.reset_index(drop=True)
-        label = self.public_summary().split(", public columns")[0] if rows is not None else None
+        label = None
+        if rows is not None:   # the basis text gives the row count itself: not twice
+            label = re.sub(r" \([\d,]+ rows\)$", "",
+                           self.public_summary().split(", public columns")[0])
         return PublicBasis(self.schema, n, note, rows=rows, rows_label=label,
                            public_columns=tuple(self.public.columns), column_values=values)
 
