@@ -230,7 +230,10 @@ class SweepCharges:
     def for_jobs(cls, jobs) -> "SweepCharges":
         """The accounts of the jobs' tables, each checked up front: refused
         (BudgetExceededError, saying what is left) when the jobs on one table (under
-        any of its dataset names) would together pass its total."""
+        any of its dataset names) would together pass its total. Without any account
+        in the workbench's folder, no table is read to fingerprint it."""
+        if not any(budget_dir().glob("*.json")):
+            return cls({})
         fingerprints: dict[str, str | None] = {}
         by_table: dict[str, list] = {}
         for job in jobs:
