@@ -9,7 +9,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from .cli_parser import _parse_columns, _parse_options, build_parser  # noqa: F401 (re-exported)
+from .cli_parser import _parse_columns, _parse_options, build_parser
 from .cli_whatif import run as run_whatif
 from .errors import SynthError
 

@@ -568,7 +568,11 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> tuple[list[Job], int]:
     job, run once under the first name: a second run would spend budget again only to
     overwrite the first's result."""
     done = store.finished_ids()
-    jobs = list({j.run_id: j for j in reversed(sweep.jobs())}.values())[::-1]
+    jobs, seen = [], set()
+    for job in sweep.jobs():
+        if job.run_id not in seen:
+            seen.add(job.run_id)
+            jobs.append(job)
     todo = [j for j in jobs if j.run_id not in done]
     return todo, len(jobs) - len(todo)
 

@@ -200,10 +200,9 @@ class WhatIfCurve:
                 "the public rows are drawn from the same rows as the stand-in private table, so "
                 "whatever the budget the error stays near what those rows can show (their "
                 "sampling floor), and more budget buys little. On the real table the gain from "
-                "epsilon depends on how far the real "
-                "public rows are from the private ones, which a prediction from public "
-                "information alone cannot see: read this curve as what the public rows give "
-                "if they are unbiased, not as a forecast.")
+                "epsilon depends on how far the real public rows are from the private ones, "
+                "which a prediction from public information alone cannot see: read this curve "
+                "as what the public rows give if they are unbiased, not as a forecast.")
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"mechanism": self.mechanism, "epsilon": p.epsilon,

@@ -163,21 +163,34 @@ ENGINE_NO_ACCOUNT = ("no budget account was found for this file's bytes: a run t
                      "run with --backend memory so that the run is charged to it")
 
 
+def _has_accounts() -> bool:
+    """Whether the workbench's budgets folder holds any account (else no table needs
+    reading to look one up)."""
+    return any(budget_dir().glob("*.json"))
+
+
+def _fingerprint(data) -> str | None:
+    """:func:`~synth_core.budget.table_fingerprint` of a loaded frame or of a file's
+    bytes; None for a folder or glob of Parquet files (no one content to hash)."""
+    import pandas as pd
+
+    from ..budget import table_fingerprint
+    if isinstance(data, pd.DataFrame) or Path(data).is_file():
+        return table_fingerprint(data)
+    return None
+
+
 def command_line_fingerprint(data, backend: str = "memory") -> str | None:
     """The fingerprint the workbench gives the table a command-line run reads:
     the loaded frame's content (memory backend; a path is loaded as the
     workbench loads an upload), or the file's bytes (a file counted on disk);
-    None for a folder or glob of Parquet files (no one content to hash)."""
+    None for a folder or glob of Parquet files."""
     import pandas as pd
 
-    from ..budget import table_fingerprint
     from ..tables import load_table
-    if not isinstance(data, pd.DataFrame):
-        if not Path(data).is_file():
-            return None
-        if backend == "memory":
-            data = load_table(data)
-    return table_fingerprint(data)
+    if backend == "memory" and not isinstance(data, pd.DataFrame) and Path(data).is_file():
+        data = load_table(data)
+    return _fingerprint(data)
 
 
 def run_account(data, *, budget_file=None, label: str, epsilon: float | None = None,
@@ -192,13 +205,11 @@ def run_account(data, *, budget_file=None, label: str, epsilon: float | None = N
     (a new file, a copy, an account made before the workbench's) is refused
     (ConfigError naming it): two accounts of one table would let its runs together
     pass its total."""
-    import pandas as pd
-
     from ..budget import fingerprint_source, open_for_table, table_fingerprint
-    # a folder or glob of Parquet files (an engine backend) has no one content to hash
-    hashable = isinstance(data, pd.DataFrame) or Path(data).is_file()
-    fingerprint = table_fingerprint(data) if hashable else None
-    kept = BudgetService.account(fingerprint) if hashable else None
+    if budget_file is None and not _has_accounts():
+        return None
+    fingerprint = _fingerprint(data)
+    kept = BudgetService.account(fingerprint) if fingerprint is not None else None
     if budget_file is None:
         return kept
     path = Path(budget_file)
@@ -232,7 +243,7 @@ class SweepCharges:
         (BudgetExceededError, saying what is left) when the jobs on one table (under
         any of its dataset names) would together pass its total. Without any account
         in the workbench's folder, no table is read to fingerprint it."""
-        if not any(budget_dir().glob("*.json")):
+        if not _has_accounts():
             return cls({})
         fingerprints: dict[str, str | None] = {}
         by_table: dict[str, list] = {}

@@ -104,16 +104,17 @@ class CommandParts:
     #: ``--schema schema.json`` when the CLI would not find the same domain itself
     schema: tuple[str, ...] = ()
     schema_notes: tuple[str, ...] = ()
-    #: the table has a budget account: the command is charged to it
-    budget_file: bool = False
+    #: the table has a budget account in the workbench's folder (the command finds it)
+    has_budget_account: bool = False
 
 
 BUDGET_NOTE = ("this table has a budget account in the workbench's budgets folder "
                "($SYNTH_WORKBENCH_OUT/budgets, default out/budgets): run this where the "
                "workbench runs (or with its SYNTH_WORKBENCH_OUT) and synth finds the account "
                "by the table's content, charges the run to it and refuses it past the "
-               "table's total; elsewhere add --budget-file with that account's path (a new "
-               "account for the same table is refused while that one is in reach)")
+               "table's total; elsewhere add --budget-file with that account's path (another "
+               "account for the same table, new or a copy, is refused while that one is in "
+               "reach)")
 REPEAT_NOTE = ("running this reads the private table again and spends its budget again "
                "(every run on a table counts, and a release chosen among repeats is covered "
                "only by all of them together: docs/trust.md)")
@@ -147,7 +148,7 @@ def reproduce_command(s: RunSettings, parts: CommandParts) -> str:
     repeat = [REPEAT_NOTE] if run_rho(s.mechanism, s.epsilon, s.delta) > 0 else []
     notes = [*repeat, *parts.public_notes, *parts.schema_notes, *option_notes,
              *([SEED_NOTE] if s.seed is not None else []),
-             *([BUDGET_NOTE] if parts.budget_file else [])]
+             *([BUDGET_NOTE] if parts.has_budget_account else [])]
     return "\n".join([comment(n) for n in notes]
                      + [" \\\n  ".join(shlex.join(line) for line in lines if line)])
 

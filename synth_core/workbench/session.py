@@ -23,7 +23,6 @@ here for display but never enter a release (:func:`~synth_core.workbench.runs.re
 from __future__ import annotations
 
 import re
-
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
@@ -641,7 +640,7 @@ class Workbench:
         parts = CommandParts(data=tuple(self.source.cli_data_args()), public=tuple(public),
                              public_notes=tuple(public_notes), schema=schema,
                              schema_notes=schema_notes,
-                             budget_file=self.dataset_budget() is not None)
+                             has_budget_account=self.dataset_budget() is not None)
         return reproduce_command(s, parts)
 
     def _schema_cli(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
