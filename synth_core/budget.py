@@ -45,6 +45,7 @@ import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import BudgetExceededError, ConfigError
@@ -56,12 +57,30 @@ ACCOUNT_FORMAT = "synth-budget-account/1"
 RELATIVE_TOLERANCE = 1e-12
 
 
+#: what a table's content fingerprint hashes, named in the hash itself
+CONTENT_FINGERPRINT = "synth-table-content/2"
+#: a missing value in a text column, as the content fingerprint writes it
+_MISSING_TEXT = "\x00missing"
+
+
+def _canonical_column(column: pd.Series):
+    """A column as the content fingerprint sees it: numbers (and booleans) as float64,
+    so that 1 and 1.0 are one value; anything else as text, missing values one token."""
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_numeric_dtype(column):
+        return column.to_numpy(dtype="float64", na_value=np.nan)
+    return column.astype("string").fillna(_MISSING_TEXT).to_numpy(dtype=object)
+
+
 def table_fingerprint(data) -> str:
     """SHA-256 (hex) of a private table's content.
 
-    A path: the file's bytes. A DataFrame: its column names, dtypes and the
-    row hashes of ``pandas.util.hash_pandas_object`` (index ignored), so the
-    same frame gives the same fingerprint in every process.
+    A path: the file's bytes. A DataFrame: its records as a multiset, so
+    that the same records give the same fingerprint however the rows are
+    sorted, the columns ordered or a number written (``1`` or ``1.0``):
+    the column names, sorted, and the sorted 64-bit row hashes of
+    ``pandas.util.hash_pandas_object`` over the columns in that order
+    (numbers as float64, other values as text; index ignored). The same
+    table gives the same fingerprint in every process.
     """
     h = hashlib.sha256()
     if isinstance(data, (str, Path)):
@@ -71,8 +90,24 @@ def table_fingerprint(data) -> str:
         return h.hexdigest()
     if not isinstance(data, pd.DataFrame):
         raise ConfigError(f"Cannot fingerprint a {type(data).__name__}; give a DataFrame or a path.")
-    h.update(json.dumps([[str(c), str(t)] for c, t in data.dtypes.items()]).encode("utf-8"))
-    h.update(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes())
+    names = sorted(map(str, data.columns))
+    order = sorted(range(data.shape[1]), key=lambda i: str(data.columns[i]))
+    canonical = pd.DataFrame({k: _canonical_column(data.iloc[:, i]) for k, i in enumerate(order)})
+    rows = np.sort(pd.util.hash_pandas_object(canonical, index=False).to_numpy()) \
+        if len(order) else np.zeros(0, dtype=np.uint64)
+    h.update(json.dumps({"format": CONTENT_FINGERPRINT, "columns": names,
+                         "rows": int(len(data))}).encode("utf-8"))
+    h.update(rows.tobytes())
+    return h.hexdigest()
+
+
+def legacy_table_fingerprint(frame: pd.DataFrame) -> str:
+    """The fingerprint accounts made before :data:`CONTENT_FINGERPRINT` know a loaded
+    table by (its dtypes and row hashes in row and column order): only to find
+    and re-key such an account (:meth:`BudgetAccount.rekey`)."""
+    h = hashlib.sha256()
+    h.update(json.dumps([[str(c), str(t)] for c, t in frame.dtypes.items()]).encode("utf-8"))
+    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     return h.hexdigest()
 
 
@@ -232,6 +267,38 @@ class BudgetAccount:
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
         return account
+
+    def rekey(self, fingerprint: str, path=None) -> "BudgetAccount":
+        """The account, known from now on by ``fingerprint`` (and stored at ``path``,
+        if given: the workbench names an account's file after its fingerprint). For
+        an account made under :func:`legacy_table_fingerprint`; its total and
+        history are kept. Under the account's lock: the new file is written before
+        the old one is removed, so a crash leaves the account whole in one place or
+        the other, and a second process re-keying at once opens the moved account."""
+        target = Path(path) if path is not None else self.path
+        with open(self.lock_path, "a+b") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                if not self.path.exists() and target != self.path:
+                    return BudgetAccount.open(target)      # another process moved it
+                state = dict(self._read(self.path), fingerprint=str(fingerprint),
+                             rekeyed=_now(), fingerprint_of=TABLE_CONTENT)
+                moved = BudgetAccount(target, state)
+                if target != self.path:
+                    if target.exists():
+                        raise AccountExistsError(
+                            f"Cannot move the budget account '{self.path}' to '{target}': an "
+                            "account is there already.",
+                            hint="Two accounts now know this table; keep the one with the "
+                                 "longer history and move the other away.", path=str(target))
+                    moved._write()
+                    self.path.unlink()
+                else:
+                    moved._write()
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        self.path, self._state = moved.path, moved._state
+        return self
 
     def check_table(self, fingerprint: str, fingerprint_of: str | None = None) -> None:
         """ConfigError unless the account belongs to the table with ``fingerprint``

@@ -111,13 +111,58 @@ def test_concurrent_processes_cannot_pass_the_cap(tmp_path):
     assert BudgetAccount.open(acc.path).spent == pytest.approx(1.0)
 
 
-def test_fingerprint_is_the_tables_content():
+def test_fingerprint_is_the_tables_records_however_they_are_written(tmp_path):
+    from synth_core.tables import load_table
     df = load_sample("titanic").private
-    assert table_fingerprint(df) == table_fingerprint(df.copy())
+    first = table_fingerprint(df)
+    assert table_fingerprint(df.copy()) == first
+    # the same records, re-exported: rows sorted, columns reordered, whole numbers as 1.0
+    shuffled = df.sample(frac=1.0, random_state=3)[list(reversed(df.columns))]
+    assert table_fingerprint(shuffled) == first
+    numbers = df.select_dtypes("number").columns
+    assert len(numbers) and table_fingerprint(df.astype({c: "float64" for c in numbers})) == first
+    df.sort_values(list(df.columns)).to_csv(tmp_path / "sorted.csv", index=False)
+    df.to_csv(tmp_path / "as-is.csv", index=False)
+    assert table_fingerprint(load_table(tmp_path / "sorted.csv")) == \
+        table_fingerprint(load_table(tmp_path / "as-is.csv"))
+    # other records
     changed = df.copy()
     changed.iloc[0, 0] = changed.iloc[1, 0] if changed.iloc[0, 0] != changed.iloc[1, 0] else None
-    assert table_fingerprint(changed) != table_fingerprint(df)
-    assert table_fingerprint(df.iloc[::-1]) != table_fingerprint(df)
+    assert table_fingerprint(changed) != first
+    assert table_fingerprint(pd.concat([df, df.iloc[:1]])) != first        # one record twice
+    assert table_fingerprint(df.iloc[1:]) != first
+    assert table_fingerprint(df.rename(columns={df.columns[0]: "other"})) != first
+    swapped = df.copy()                       # the same values in two columns' places
+    a, b = numbers[:2]
+    swapped[[a, b]] = swapped[[b, a]].to_numpy()
+    assert table_fingerprint(swapped) != first
+
+
+def test_an_account_made_under_the_old_fingerprint_is_re_keyed_and_keeps_its_history(tmp_path):
+    """Accounts made before fingerprints ignored row order are found, moved to their
+    new name and charged, not orphaned (which would give the table a fresh total)."""
+    from synth_core.budget import legacy_table_fingerprint
+    from synth_core.workbench.budget import BudgetService, run_account
+    df = load_sample("titanic").private
+    old = legacy_table_fingerprint(df)
+    assert old != table_fingerprint(df)
+    acc = BudgetAccount.create(budget_path(old), label="titanic", fingerprint=old,
+                               fingerprint_of="table content", epsilon=3.0, delta=1e-9)
+    acc.record_spent(0.25, "an earlier run")
+    assert run_account(df.iloc[::-1], label="titanic") is None  # the old key is row order's
+    found = run_account(df, label="titanic")
+    assert found is not None and found.spent == pytest.approx(0.25)
+    assert run_account(df.iloc[::-1], label="titanic").path == found.path   # from now on
+    assert found.path == budget_path(table_fingerprint(df)) and not budget_path(old).exists()
+    assert BudgetService.account(table_fingerprint(df)).history()[0]["what"] == "an earlier run"
+    # a --budget-file account is re-keyed where it is
+    own = BudgetAccount.create(tmp_path / "own.json", label="t", fingerprint=old,
+                               fingerprint_of="table content", epsilon=3.0, delta=1e-9)
+    own.record_spent(0.5, "before")
+    found.path.unlink()                                        # no workbench account now
+    opened = run_account(df, budget_file=own.path, label="t")
+    assert opened.path == own.path and opened.spent == pytest.approx(0.5)
+    assert BudgetAccount.open(own.path).fingerprint == table_fingerprint(df)
 
 
 def test_the_api_refuses_before_reading_the_data(tmp_path):

@@ -4,9 +4,9 @@ The account of a table is the file ``$SYNTH_WORKBENCH_OUT/budgets/<fingerprint>.
 (default ``out/budgets``, next to the Compare results): every session, and
 every restart of the server, that loads the same table finds the same
 account. The fingerprint is the SHA-256 of the table's content
-(:func:`~synth_core.budget.table_fingerprint`): of the frame for a table in
-memory, of the file's bytes for a file that stays on disk (the table source
-computes it).
+(:func:`~synth_core.budget.table_fingerprint`): of the records of a table in
+memory, whatever their order, of the file's bytes for a file that stays on
+disk (the table source computes it).
 
 Runs and Compare jobs reserve their rho (:func:`~synth_core.budget.run_rho`:
 ``rho_from_epsilon_delta(epsilon, delta)``, 0 for the public-only baseline)
@@ -169,13 +169,37 @@ def _has_accounts() -> bool:
     return any(budget_dir().glob("*.json"))
 
 
-def _fingerprint(data) -> str | None:
-    """:func:`~synth_core.budget.table_fingerprint` of a loaded frame or of a file's
+def frame_fingerprint(frame, budget_file=None) -> str:
+    """:func:`~synth_core.budget.table_fingerprint` of a loaded table. An account of
+    it made before fingerprints ignored row and column order (it knows the table
+    by :func:`~synth_core.budget.legacy_table_fingerprint`) is re-keyed first, so
+    that it is found: the workbench's, moved to its new file name, and
+    ``budget_file``, if given, where it is."""
+    from ..budget import legacy_table_fingerprint, table_fingerprint
+    fingerprint = table_fingerprint(frame)
+    moves = []          # (where an old account may be, None: under its old name; where it goes)
+    if _has_accounts() and not budget_path(fingerprint).exists():
+        moves.append((None, budget_path(fingerprint)))
+    if budget_file is not None and Path(budget_file).is_file():
+        moves.append((Path(budget_file), Path(budget_file)))
+    if moves:
+        legacy = legacy_table_fingerprint(frame)
+        for at, to in moves:
+            at = at or budget_path(legacy)
+            if at.is_file() and BudgetAccount.open(at).fingerprint == legacy:
+                BudgetAccount.open(at).rekey(fingerprint, to)
+    return fingerprint
+
+
+def _fingerprint(data, budget_file=None) -> str | None:
+    """:func:`frame_fingerprint` of a loaded frame, or the fingerprint of a file's
     bytes; None for a folder or glob of Parquet files (no one content to hash)."""
     import pandas as pd
 
     from ..budget import table_fingerprint
-    if isinstance(data, pd.DataFrame) or Path(data).is_file():
+    if isinstance(data, pd.DataFrame):
+        return frame_fingerprint(data, budget_file)
+    if Path(data).is_file():
         return table_fingerprint(data)
     return None
 
@@ -208,7 +232,7 @@ def run_account(data, *, budget_file=None, label: str, epsilon: float | None = N
     from ..budget import fingerprint_source, open_for_table, table_fingerprint
     if budget_file is None and not _has_accounts():
         return None
-    fingerprint = _fingerprint(data)
+    fingerprint = _fingerprint(data, budget_file)
     kept = BudgetService.account(fingerprint) if fingerprint is not None else None
     if budget_file is None:
         return kept

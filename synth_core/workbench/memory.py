@@ -9,11 +9,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..budget import TABLE_CONTENT, table_fingerprint
+from ..budget import TABLE_CONTENT
 from ..errors import DataError, SynthError
 from ..schema import ColumnSpec, Schema, infer_schema
 from ..schema_infer import Proposal, propose_schema
 from ..tables import PublicRows
+from .budget import frame_fingerprint
 from .command import arg
 from .public import PublicRowsChoice
 from .source import TableSource
@@ -48,7 +49,7 @@ class MemoryTable(TableSource):
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = table_fingerprint(self.frame[self.columns])
+            self._fingerprint = frame_fingerprint(self.frame[self.columns])
         return self._fingerprint
 
     def cli_data_args(self) -> list[str]:
