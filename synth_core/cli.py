@@ -32,9 +32,9 @@ def _budget_account(args, data, data_name):
                           epsilon=args.budget_total_epsilon, delta=args.budget_delta,
                           default_delta=args.delta)
     if account is not None and not args.budget_file:
-        print(f"synth: note: this table has a budget account in the workbench's budgets "
-              f"folder ('{account.path}', '{account.label}', {account.left_text(args.delta)} "
-              "left): the run is charged to it", file=sys.stderr)
+        print(f"synth: note: this table has a budget account, found through the workbench's "
+              f"budgets folder ('{account.path}', '{account.label}', "
+              f"{account.left_text(args.delta)} left): the run is charged to it", file=sys.stderr)
     if account is None and args.backend != "memory":
         print("synth: note: " + ENGINE_NO_ACCOUNT.format(backend=args.backend), file=sys.stderr)
     if args.budget_label and account is not None and args.budget_label != account.label:
@@ -259,8 +259,9 @@ def _sweep(args) -> int:
           f"{len(todo)} to run", file=sys.stderr, flush=True)
     charges = SweepCharges.for_jobs(todo)   # refused here if a table's total would be passed
     for name, account in charges.accounts().items():
-        print(f"synth: note: dataset '{name}' has a budget account in the workbench's budgets "
-              f"folder ('{account.path}', '{account.label}', {account.left_text()} left): "
+        print(f"synth: note: dataset '{name}' has a budget account, found through the "
+              f"workbench's budgets folder ('{account.path}', '{account.label}', "
+              f"{account.left_text()} left): "
               "each of its runs is charged to it", file=sys.stderr, flush=True)
 
     def start(job, i, total):

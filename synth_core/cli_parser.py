@@ -275,7 +275,10 @@ def _add_budget_arguments(run) -> None:
                              "total would be passed; created if missing (needs "
                              "--budget-total-epsilon); an existing account must belong to this "
                              "table (same content, read by the same kind of --backend: memory "
-                             "hashes the loaded table, duckdb and spark the file's bytes)")
+                             "hashes the loaded table, duckdb and spark the file's bytes); "
+                             "registered in the budgets folder by a pointer file, so that the "
+                             "workbench and later runs find it and another account of the "
+                             "table is refused")
     budget.add_argument("--budget-total-epsilon", type=float, metavar="E",
                         help="with a new --budget-file: the table's total epsilon (an existing "
                              "account's total is never changed: a different one is refused)")

@@ -402,13 +402,48 @@ def test_the_repeat_command_is_charged_to_the_tables_account_without_naming_its_
     out = ["--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]
     argv = [a for a in argv if a not in ("synthetic.csv", "report.json", "--out", "--report")]
     assert main(["run", *argv, *out, "--epsilon", "1", "--quiet"]) == 0
-    assert "budget account in the workbench's budgets folder" in capsys.readouterr().err
+    assert "found through the workbench's budgets folder" in capsys.readouterr().err
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["budget_account"]["this_run_rho"] == pytest.approx(
         report["privacy"]["rho_spent"])
     assert wb.dataset_budget().spent == pytest.approx(report["privacy"]["rho_spent"])
     assert main(["run", *argv, *out, "--epsilon", "1", "--quiet"]) == 2    # past the total
     assert "Refused" in capsys.readouterr().err
+
+
+def test_a_command_line_account_is_registered_so_a_second_one_is_refused(tmp_path, capsys):
+    """Two --budget-file accounts of one table would give it two totals: the first is
+    registered in the budgets folder, so the second is refused, a run without a
+    budget file is charged to the first, and the workbench finds it."""
+    from synth_core.cli import main
+    from synth_core.workbench.budget import BudgetService
+    run = ["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1",
+           "--rounds", "2", "--quiet", "--out", str(tmp_path / "s.csv"),
+           "--report", str(tmp_path / "r.json")]
+    first, second = tmp_path / "a" / "first.json", tmp_path / "second.json"
+    first.parent.mkdir()
+    assert main([*run, "--budget-file", str(first), "--budget-total-epsilon", "3"]) == 0
+    capsys.readouterr()
+    assert main([*run, "--budget-file", str(second), "--budget-total-epsilon", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "would be a second account" in err and str(first.resolve()) in err
+    assert not second.exists()
+    assert main(run) == 0                                     # charged to the first
+    assert "found through the workbench's budgets folder" in capsys.readouterr().err
+    assert len(BudgetAccount.open(first).charges) == 2
+    wb = Workbench()
+    wb.load_sample("titanic")
+    assert wb.dataset_budget().path.resolve() == first.resolve()
+    with pytest.raises(ConfigError):                          # no second total in the workbench
+        wb.set_dataset_budget(5.0, 1e-9)
+    # the account gone: every run on the table stops and says what to do
+    first.rename(tmp_path / "moved.json")
+    assert main(run) == 2
+    err = capsys.readouterr().err
+    assert "missing" in err and "Restore it" in err
+    fingerprint = wb.source.fingerprint()
+    with pytest.raises(ConfigError, match="missing"):
+        BudgetService.account(fingerprint)
 
 
 def test_a_second_account_for_a_table_the_workbench_keeps_one_for_is_refused(wb, tmp_path,
@@ -510,7 +545,7 @@ def _titanic_files(tmp_path) -> list[str]:
             "--schema", str(folder / "schema.json")]
 
 
-def test_the_cli_label_is_the_file_name_not_its_path(tmp_path):
+def test_the_cli_label_is_the_file_name_not_its_path(tmp_path, monkeypatch):
     """The label goes into release reports: a file's folders would tell where (and under
     what name) the curator keeps the private table."""
     from synth_core.cli import main
@@ -523,6 +558,8 @@ def test_the_cli_label_is_the_file_name_not_its_path(tmp_path):
     report = (tmp_path / "r.json").read_text()
     assert json.loads(report)["budget_account"]["label"] == "private.csv"
     assert "clinic_cohort_2024" not in report and str(tmp_path) not in report
+    # a second account of the table needs a budgets folder that does not know the first
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path / "elsewhere"))
     assert main([*common, "--budget-file", str(tmp_path / "b.json"),
                  "--budget-label", "titanic passengers"]) == 0
     assert json.loads((tmp_path / "r.json").read_text())["budget_account"]["label"] == \

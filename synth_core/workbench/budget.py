@@ -17,6 +17,8 @@ are not capped (only each run's own ledger applies).
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,50 @@ def budget_dir() -> Path:
 def budget_path(fingerprint: str) -> Path:
     """The account file of the table with this fingerprint."""
     return budget_dir() / f"{fingerprint[:32]}.json"
+
+
+#: a file in the budgets folder that names a table's account kept elsewhere
+POINTER_FORMAT = "synth-budget-pointer/1"
+
+
+def _pointed_to(path: Path) -> Path:
+    """The account a file of the budgets folder stands for: the file itself, or the
+    account a pointer names (ConfigError, saying what to do, if that is gone)."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return path                     # BudgetAccount.open says what is wrong with it
+    if not (isinstance(state, dict) and state.get("format") == POINTER_FORMAT):
+        return path
+    target = Path(state["account"])
+    if not target.exists():
+        raise ConfigError(
+            f"This table's budget account is '{target}' (the workbench's budgets folder points "
+            f"to it in '{path}'), and that file is missing.",
+            hint=f"Restore it from a backup: no run on this table can be charged until then. "
+                 f"Delete '{path}' only if the account is lost for good; the table would then "
+                 "get a fresh total.", path=str(target))
+    return target
+
+
+def register_account(fingerprint: str, account: BudgetAccount) -> bool:
+    """Put a pointer to ``account`` (a ``--budget-file`` kept outside the budgets
+    folder) at :func:`budget_path`, so that the workbench and every later run find
+    it and a second account of the table is refused. False when the folder
+    already knows the table (then nothing is written)."""
+    path = budget_path(fingerprint)
+    if path.exists() or path.resolve() == account.path.resolve():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pointer = {"format": POINTER_FORMAT, "account": str(account.path.resolve()),
+               "label": account.label, "registered": _dt.datetime.now(_dt.timezone.utc)
+               .isoformat(timespec="seconds")}
+    try:
+        with open(path, "x", encoding="utf-8") as fh:      # never replaces an account
+            fh.write(json.dumps(pointer, indent=2) + "\n")
+    except FileExistsError:
+        return False
+    return True
 
 
 @dataclass
@@ -59,11 +105,13 @@ class BudgetService:
 
     @staticmethod
     def account(fingerprint: str) -> BudgetAccount | None:
-        """The table's account, or None if its total budget is not set."""
+        """The table's account, or None if its total budget is not set: the file
+        :func:`budget_path`, or the command-line account it points to
+        (:func:`register_account`)."""
         path = budget_path(fingerprint)
         if not path.exists():
             return None
-        account = BudgetAccount.open(path)
+        account = BudgetAccount.open(_pointed_to(path))
         account.check_table(fingerprint)
         return account
 
@@ -240,15 +288,23 @@ def run_account(data, *, budget_file=None, label: str, epsilon: float | None = N
     if kept is not None and path.resolve() != kept.path.resolve():
         what = "is another account of it" if path.exists() else "would be a second account"
         raise ConfigError(
-            f"This table has a budget account in the workbench's budgets folder: "
-            f"'{kept.path}' ('{kept.label}', {kept.left_text(default_delta)} left); '{path}' "
+            f"This table has a budget account (found through the workbench's budgets "
+            f"folder): '{kept.path}' ('{kept.label}', {kept.left_text(default_delta)} left); '{path}' "
             f"{what}. Two accounts for one table would let its runs together pass the "
             "table's total.",
             hint=f"Leave out the budget file (the run is then charged to that account), or "
                  f"give '{kept.path}'.", path=str(path))
-    return open_for_table(path, fingerprint=fingerprint or table_fingerprint(data), label=label,
-                          epsilon=epsilon, delta=delta, default_delta=default_delta,
-                          fingerprint_of=fingerprint_source(data))
+    account = open_for_table(path, fingerprint=fingerprint or table_fingerprint(data),
+                             label=label, epsilon=epsilon, delta=delta,
+                             default_delta=default_delta, fingerprint_of=fingerprint_source(data))
+    if fingerprint is not None and not register_account(fingerprint, account):
+        kept = BudgetService.account(fingerprint)       # registered by another process meanwhile
+        if kept.path.resolve() != account.path.resolve():
+            raise ConfigError(f"This table's budget account is '{kept.path}' ('{kept.label}'); "
+                              f"'{path}' is another account of it.",
+                              hint=f"Give '{kept.path}' or leave out the budget file.",
+                              path=str(path))
+    return account
 
 
 @dataclass
