@@ -24,7 +24,7 @@ def _budget_account(args, data, data_name):
 
     from .budget import table_label
     from .tables import load_table
-    from .workbench.budget import ENGINE_NO_ACCOUNT, run_account
+    from .workbench.budget import ENGINE_NO_ACCOUNT, account_place, run_account
     if args.backend == "memory" and not isinstance(data, pd.DataFrame):
         data, data_name = load_table(data), data_name or Path(data).name
     account = run_account(data, budget_file=args.budget_file,
@@ -32,9 +32,9 @@ def _budget_account(args, data, data_name):
                           epsilon=args.budget_total_epsilon, delta=args.budget_delta,
                           default_delta=args.delta)
     if account is not None and not args.budget_file:
-        print(f"synth: note: this table has a budget account, found through the workbench's "
-              f"budgets folder ('{account.path}', '{account.label}', "
-              f"{account.left_text(args.delta)} left): the run is charged to it", file=sys.stderr)
+        print(f"synth: note: this table has a budget account, '{account.label}' "
+              f"{account_place(account)} ({account.left_text(args.delta)} left): the run is "
+              "charged to it", file=sys.stderr)
     if account is None and args.backend != "memory":
         print("synth: note: " + ENGINE_NO_ACCOUNT.format(backend=args.backend), file=sys.stderr)
     if args.budget_label and account is not None and args.budget_label != account.label:
@@ -90,6 +90,7 @@ def _run(args) -> int:
 
     from .api import (PRIVATE_DOMAIN_WARNING, RunConfig, RunWarning, Synthesizer, check_outputs,
                       load_sample)
+    from .explain import unspent_note
     from .tables import set_max_input_mb
 
     set_max_input_mb(args.max_input_mb)
@@ -157,6 +158,9 @@ def _run(args) -> int:
             print(f"synth: warning: {message}", file=sys.stderr)
     say(f"spent rho={ledger.spent:.6g} of {ledger.total:.6g} in {len(result.events)} rounds, "
         f"{result.seconds:.1f}s")
+    unspent = unspent_note(result.events, ledger.total, ledger.spent, listed=0)
+    if unspent:
+        say(unspent + " (docs/explanations.md, 'Unspent budget')")
     say(f"wrote {args.out} ({len(result.synthetic)} rows) and {args.report}")
     if result.inputs.dropped:
         say(f"dropped on request (not in the synthetic data): {', '.join(result.inputs.dropped)}")
@@ -190,6 +194,9 @@ def _schema(args) -> int:
     set_max_input_mb(args.max_input_mb)
     private = load_table(args.data)
     public = load_table(args.public) if args.public else None
+    if args.public_flag:
+        from .tables import PublicRows
+        private, public = PublicRows(flag_column=args.public_flag).split(private)
     proposal = propose_schema(
         private, public, numeric=_parse_columns(args.numeric, "--numeric"),
         categorical=_parse_columns(args.categorical, "--categorical"),
@@ -222,6 +229,8 @@ def _review_lines(proposal, args) -> list[str]:
     run = ["synth run --data", args.data]
     if args.public:
         run += ["--public", args.public]
+    if args.public_flag:
+        run += ["--public-flag", args.public_flag]
     run += ["--schema", args.out or "SCHEMA.json"]
     if proposal.drops:
         run += ["--drop", ",".join(proposal.drops)]
@@ -241,7 +250,7 @@ def _sweep(args) -> int:
     import json
 
     from .experiments import RUN_COLUMNS, ResultStore, Sweep, pending_jobs, run_sweep
-    from .workbench.budget import SweepCharges
+    from .workbench.budget import SweepCharges, account_place
 
     sweep = Sweep.from_file(args.spec)
     store = ResultStore(args.store or Path("out") / "sweeps" / _slug(sweep.name))
@@ -259,9 +268,8 @@ def _sweep(args) -> int:
           f"{len(todo)} to run", file=sys.stderr, flush=True)
     charges = SweepCharges.for_jobs(todo)   # refused here if a table's total would be passed
     for name, account in charges.accounts().items():
-        print(f"synth: note: dataset '{name}' has a budget account, found through the "
-              f"workbench's budgets folder ('{account.path}', '{account.label}', "
-              f"{account.left_text()} left): "
+        print(f"synth: note: dataset '{name}' has a budget account, '{account.label}' "
+              f"{account_place(account)} ({account.left_text()} left): "
               "each of its runs is charged to it", file=sys.stderr, flush=True)
 
     def start(job, i, total):

@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "are sampled from the model, conditioned on them")
     src.add_argument("--condition-max-mb", type=float, default=None, metavar="MB",
                      help="with --conditional: bound (MB of junction tree) on the exact public "
-                          "marginals the model is fitted with (default: 10, capped at the max "
+                          "marginals the model is fitted with (default: 5, capped at the max "
                           "model size); the report lists those left out")
     src.add_argument("--backend", default="memory", choices=["memory", "duckdb", "spark"],
                      help="where the private marginals are counted: memory (numpy, loads the "
@@ -229,6 +229,7 @@ block lists columns, 'synth run --schema' reports the domain as NOT privacy-prot
 examples:
   synth schema infer table.csv --out schema.json
   synth schema infer private.csv --public public.csv --out schema.json
+  synth schema infer table.csv --public-flag is_public --out schema.json
   synth schema infer table.csv --categorical zip --numeric visits --drop notes --out schema.json
   synth run --data table.csv --schema schema.json --drop id --mechanism aim --epsilon 1
 """
@@ -247,8 +248,13 @@ def _add_schema_parser(sub) -> None:
                     "the private table only.",
         epilog=SCHEMA_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     infer.add_argument("data", metavar="DATA", help="the private table (.csv, .csv.gz, .parquet)")
-    infer.add_argument("--public", metavar="PATH",
-                       help="public rows over the same columns: the domain covers their values too")
+    rows = infer.add_mutually_exclusive_group()
+    rows.add_argument("--public", metavar="PATH",
+                      help="public rows over the same columns: the domain covers their values too")
+    rows.add_argument("--public-flag", metavar="COLUMN",
+                      help="the rows of DATA this column marks true are public (as 'synth run "
+                           "--public-flag'): the domain covers both parts' values and the "
+                           "flag column is left out of the schema")
     infer.add_argument("--out", metavar="PATH",
                        help="write the schema (JSON) here (default: print it)")
     infer.add_argument("--numeric", metavar="COL,COL,...", help="make these columns numeric")
@@ -361,9 +367,9 @@ WHATIF_DESCRIPTION = (
     "Predict the workload error of mechanisms at each epsilon before spending any budget: "
     "each mechanism runs on a stand-in table built from public information only (the public "
     "rows, the public columns' values and, under bounded DP, the private row count), with its "
-    "own simulated ledger. Nothing is charged to the table's budget. Prints one line per "
-    "predicted point (estimates first, then stand-in runs replace them), what each curve is "
-    "based on, and its caveats. A prediction is an estimate, not a bound (docs/whatif.md).")
+    "own simulated ledger. Nothing is charged to the table's budget. Prints each stand-in "
+    "run as it starts, then one line per predicted point, what each curve is based on, and "
+    "its caveats. A prediction is an estimate, not a bound (docs/whatif.md).")
 
 WHATIF_EPILOG = """examples:
   synth whatif --sample titanic --mechanism jam-pgm aim --epsilons 0.1 1 10

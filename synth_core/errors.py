@@ -23,7 +23,8 @@ CONTROLS = {
     "schema": {"api": "schema= (a schema file, dict or Schema)", "cli": "--schema FILE",
                "app": "'Declare a schema (JSON)' on the Data page"},
     "infer": {"api": "synth_core.schema_infer.propose_schema(private, public)",
-              "cli": "'synth schema infer DATA --public PUBLIC --out FILE'",
+              "cli": "'synth schema infer DATA --public PUBLIC --out FILE' (--public-flag "
+                     "COLUMN for public rows flagged in DATA)",
               "app": "'Review a proposed schema' on the Data page"},
 }
 _CONTROL = re.compile(r"\{(" + "|".join(CONTROLS) + r")(?::([^{}]*))?\}")

@@ -407,16 +407,17 @@ class ResultStore:
                        pd.DataFrame([{c: row.get(c) for c in RUN_COLUMNS}], columns=RUN_COLUMNS))
 
     def summary(self) -> pd.DataFrame:
-        """Mean, spread and count of the workload error per (dataset, mechanism, epsilon)."""
+        """Mean, sample standard deviation over seeds (``sd_error``, not a standard error
+        of the mean) and count of the workload error per (dataset, mechanism, epsilon)."""
         runs = self.runs()
         runs = runs[runs["status"] == FINISHED]
         if runs.empty:
             return pd.DataFrame(columns=["dataset", "mechanism", "epsilon", "runs", "mean_error",
-                                         "std_error", "mean_seconds"])
+                                         "sd_error", "mean_seconds"])
         runs = runs.astype({"workload_error": float, "seconds": float, "epsilon": float})
         g = runs.groupby(["dataset", "mechanism", "epsilon"], sort=True)
         out = g.agg(runs=("run_id", "count"), mean_error=("workload_error", "mean"),
-                    std_error=("workload_error", "std"), mean_seconds=("seconds", "mean"))
+                    sd_error=("workload_error", "std"), mean_seconds=("seconds", "mean"))
         return out.reset_index()
 
 

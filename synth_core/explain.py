@@ -173,8 +173,10 @@ def public_rounds(events: Sequence[RoundEvent]) -> list[RoundEvent]:
 UNSPENT_ROUNDS_LISTED = 5
 
 
-def unspent_note(events: Sequence[RoundEvent], total: float, spent: float) -> str | None:
-    """Why ``total - spent`` was left, or ``None`` when (nearly) all was spent.
+def unspent_note(events: Sequence[RoundEvent], total: float, spent: float,
+                 listed: int = UNSPENT_ROUNDS_LISTED) -> str | None:
+    """Why ``total - spent`` was left, or ``None`` when (nearly) all was spent
+    (``listed``: how many public picks to name; 0 for a one-line summary).
 
     A round that picks a public marginal pays its selection (``rho_select``)
     and no measurement: the measurement it had planned
@@ -203,11 +205,12 @@ def unspent_note(events: Sequence[RoundEvent], total: float, spent: float) -> st
         tail = (f" A public pick passes its planned measurement on to the later rounds; the "
                 f"last round (round {last.round}) had none to pass it to, so its "
                 f"ρ = {last.curator.rho_measure_planned:.4g} stayed unspent.")
-    if len(parts) > UNSPENT_ROUNDS_LISTED:   # a long run: the first few, the table has all
-        parts = parts[:UNSPENT_ROUNDS_LISTED] + [
-            f"and {len(parts) - UNSPENT_ROUNDS_LISTED} more (the round table lists every one)"]
+    if len(parts) > listed:   # a long run: the first few, the table has all
+        parts = parts[:listed] + ([f"and {len(parts) - listed} more (the round table lists "
+                                   "every one)"] if listed else [])
+    listing = (": " + "; ".join(parts)) if parts else ""
     return (head + f" {len(picks)} round(s) picked a public marginal, answered from public "
-            f"data at zero measurement cost: " + "; ".join(parts) + "." + tail +
+            f"data at zero measurement cost{listing}." + tail +
             " Unspent budget is privacy not given away.")
 
 

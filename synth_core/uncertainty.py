@@ -291,6 +291,15 @@ def marginal_bounds(report: Mapping, synthetic_codes: pd.DataFrame, *,
     reason = unavailable_reason(report)
     if reason:
         raise ConfigError(reason)
+    decoded = [str(c) for c, t in synthetic_codes.dtypes.items()
+               if not pd.api.types.is_integer_dtype(t)]
+    if decoded:
+        raise ConfigError(
+            f"marginal_bounds takes the synthetic records as integer codes; column(s) "
+            f"{', '.join(map(repr, decoded[:5]))} hold other values (decoded records, as in a "
+            "released file).",
+            hint="Pass synth_core.uncertainty.codes_of(report, synthetic), which encodes "
+                 "them with the report's schema.")
     lam = 1.0 - level
     sizes = Schema.from_json(report["schema"]).sizes
     synth = CodedTable.from_frame(synthetic_codes, sizes)

@@ -314,7 +314,7 @@ def test_a_public_dataframe_is_named_alike_by_every_backend():
     public = load_table(SAMPLE_DIR / "titanic/titanic.csv")
     labels = {b: prepare_inputs(SAMPLE_DIR / "titanic/private.csv", public, backend=b).public_label
               for b in ("memory", "duckdb")}
-    assert labels["memory"] == labels["duckdb"] == "a public table (no public_name given), 1309 rows"
+    assert labels["memory"] == labels["duckdb"] == "an unnamed public table, 1309 rows"
 
 
 def test_public_table_and_flag_are_refused_before_any_file_is_read(tmp_path):

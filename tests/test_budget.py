@@ -402,7 +402,8 @@ def test_the_repeat_command_is_charged_to_the_tables_account_without_naming_its_
     out = ["--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]
     argv = [a for a in argv if a not in ("synthetic.csv", "report.json", "--out", "--report")]
     assert main(["run", *argv, *out, "--epsilon", "1", "--quiet"]) == 0
-    assert "found through the workbench's budgets folder" in capsys.readouterr().err
+    err = capsys.readouterr().err     # the account's file name is the table's fingerprint
+    assert "in the workbench's budgets folder" in err and account.path.name not in err
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["budget_account"]["this_run_rho"] == pytest.approx(
         report["privacy"]["rho_spent"])
@@ -429,7 +430,7 @@ def test_a_command_line_account_is_registered_so_a_second_one_is_refused(tmp_pat
     assert "would be a second account" in err and str(first.resolve()) in err
     assert not second.exists()
     assert main(run) == 0                                     # charged to the first
-    assert "found through the workbench's budgets folder" in capsys.readouterr().err
+    assert f"'{first.resolve()}'" in capsys.readouterr().err
     assert len(BudgetAccount.open(first).charges) == 2
     wb = Workbench()
     wb.load_sample("titanic")

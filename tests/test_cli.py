@@ -61,6 +61,15 @@ def test_option_help_lists_the_declared_options():
             assert opt.name in out
 
 
+def test_the_help_states_the_conditional_bound_the_code_uses():
+    """cli_parser imports nothing heavy, so the default is written out: it must follow
+    the constant."""
+    from synth_core.conditional import CONDITION_MAX_MB
+    out = " ".join(synth("run", "--help").stdout.split())
+    stated = re.search(r"--condition-max-mb MB with --conditional: .*?\(default: ([0-9.]+)", out)
+    assert stated and float(stated.group(1)) == CONDITION_MAX_MB
+
+
 def test_unknown_or_flagged_mechanism_options_are_refused_by_name():
     res = synth("run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1",
                 "--option", "colour=red")
@@ -171,6 +180,23 @@ def run_main(*args):
 
 QUICK = ("--sample", "titanic", "--mechanism", "mwem-pgm", "--rounds", "1", "--workload",
          "all-1way", "--fit-iters", "5", "--final-fit-iters", "5", "--seed", "0", "--quiet")
+
+
+def test_a_run_that_leaves_budget_unspent_says_why(tmp_path, capsys):
+    """JAM-PGM's last round on Titanic at seed 1 picks a public marginal: the run
+    spends less than its rho, and says why in one line instead of leaving the
+    user to wonder (seed 0 spends it all and says nothing)."""
+    out = ["--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]
+    common = ("--sample", "titanic", "--mechanism", "jam-pgm", "--epsilon", "1")
+    assert run_main(*common, "--seed", "1", *out) == 0
+    lines = capsys.readouterr().out.splitlines()
+    spent = float(re.search(r"spent rho=([0-9.e-]+) of ([0-9.e-]+)", "\n".join(lines)).group(1))
+    note = [line for line in lines if "was left unspent" in line]
+    assert spent < json.loads((tmp_path / "r.json").read_text())["privacy"]["rho"]
+    assert len(note) == 1 and "the last round (round 30)" in note[0]
+    assert "'Unspent budget'" in note[0] and "round 1 (" not in note[0]     # one line, no list
+    assert run_main(*common, "--seed", "0", *out) == 0
+    assert "unspent" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("which,name,expected", [

@@ -269,3 +269,14 @@ def test_a_store_written_before_the_code_column_reads_with_it_empty(tmp_path):
                                                       code="abc"))
     codes = store.runs().set_index("run_id")["code"]
     assert codes["new"] == "abc" and pd.isna(codes["old"])
+
+
+def test_the_docs_show_the_example_spec_as_it_is():
+    """docs/experiments.md prints docs/examples/titanic_sweep.toml: the reader runs
+    the file, so the page must show that file, not an older one."""
+    root = Path(__file__).resolve().parent.parent
+    doc = (root / "docs" / "experiments.md").read_text(encoding="utf-8")
+    start = doc.index("`docs/examples/titanic_sweep.toml`:\n\n```toml\n") + \
+        len("`docs/examples/titanic_sweep.toml`:\n\n```toml\n")
+    shown = doc[start:doc.index("```", start)]
+    assert shown == (root / "docs" / "examples" / "titanic_sweep.toml").read_text(encoding="utf-8")

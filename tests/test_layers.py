@@ -229,3 +229,22 @@ def test_a_memory_run_imports_neither_duckdb_nor_spark():
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_architecture_doc_names_every_module_of_the_layer_table():
+    """docs/architecture.md's layer table is the map a reader uses: every module
+    of :data:`LAYERS` is in it, as ``name``, as its file path, or under its
+    package (``mechanisms/``, ``workbench/``)."""
+    import re
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = "\n".join(line for line in doc.splitlines() if line.startswith("| "))
+    named = set(re.findall(r"`([^`]+)`", table))
+    missing = []
+    for module in layer_of():
+        if not module:
+            continue
+        path = module.replace(".", "/")
+        spellings = {module, path + ".py", path + "/__init__.py", module.split(".")[0] + "/"}
+        if not spellings & named:
+            missing.append(module)
+    assert missing == []

@@ -140,6 +140,30 @@ def test_a_public_split_fits_the_union_schema_and_private_values_are_named(files
     assert list(synthetic.columns) == ["zip", "age", "income", "sex", "score"]
 
 
+def test_public_rows_flagged_in_the_table_get_a_schema_the_flagged_run_takes(files, capsys):
+    """--public-flag splits the table as 'synth run --public-flag' does: the flag
+    column stays out of the schema, and the run command it proposes goes through."""
+    df = pd.read_csv(files / "table.csv", dtype={"zip": str})
+    df.assign(is_public=np.arange(len(df)) < 24).to_csv(files / "flagged.csv", index=False)
+    out = files / "schema.json"
+    assert infer(files / "flagged.csv", "--public-flag", "is_public", "--drop", "row",
+                 "--out", out) == 0
+    err = capsys.readouterr().err
+    obj = json.loads(out.read_text())
+    assert "is_public" not in {c["name"] for c in obj["columns"]}
+    assert "sex" not in obj["review"]["read_off_private"]     # both sexes in the public rows
+    assert "--public-flag is_public --schema" in err
+    args = ["run", "--data", str(files / "flagged.csv"), "--public-flag", "is_public",
+            "--mechanism", "jam-pgm", *FAST, "--out", str(files / "s.csv"),
+            "--report", str(files / "r.json")]
+    assert main([*args, "--drop", "row"]) == 2                # the domain off the public rows
+    assert "--public-flag COLUMN for public rows flagged" in capsys.readouterr().err
+    assert main([*args, "--schema", str(out), "--drop", "row"]) == 0
+    with pytest.raises(SystemExit) as exited:                  # one source of public rows
+        infer(files / "flagged.csv", "--public-flag", "is_public", "--public", files / "public.csv")
+    assert exited.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
 def test_decimals_and_a_missing_code_seen_only_in_private_rows_are_named():
     """Synthetic numbers are written with the schema's decimals, and the missing code
     decodes to empty cells: either, read off the private rows alone, would show in a

@@ -18,7 +18,7 @@ from synth_core.errors import ConfigError
 from synth_core.marginals import CodedTable
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
 from synth_core.uncertainty import (EXACT, PUBLIC_ONLY, SUPPORTED, UNSUPPORTED, bounds_frame,
-                                    combined_estimate, gaussian_l1_bound, marginal_bounds, project)
+                                    codes_of, combined_estimate, gaussian_l1_bound, marginal_bounds, project)
 
 FAST = dict(fit_iters=30, final_fit_iters=60)
 
@@ -59,6 +59,7 @@ def test_bounds_need_only_the_release(small_schema, aim_run):
     synth = fit("aim", private, schema=small_schema, epsilon=1.0, rounds=8)
     report_json = json.dumps(synth.result.report)
     codes_csv = synth.result.synthetic_codes.to_csv(index=False)
+    released_csv = synth.result.synthetic.to_csv(index=False)     # the file a reader holds
     in_run = synth.result.report["marginal_bounds"]
     del private, synth
     gc.collect()
@@ -66,6 +67,12 @@ def test_bounds_need_only_the_release(small_schema, aim_run):
     codes = pd.read_csv(io.StringIO(codes_csv))
     again = [b.to_json() for b in marginal_bounds(report, codes, level=in_run["level"])]
     assert again == in_run["bounds"]
+    # from the released file, as docs/uncertainty.md shows it
+    released = pd.read_csv(io.StringIO(released_csv))
+    from_file = marginal_bounds(report, codes_of(report, released), level=in_run["level"])
+    assert [b.to_json() for b in from_file] == in_run["bounds"]
+    with pytest.raises(ConfigError, match="codes_of"):         # its text is not codes
+        marginal_bounds(report, released)
     assert {b["kind"] for b in again} >= {SUPPORTED, UNSUPPORTED}
     # the new blocks are release fields: check_release accepts them, no curator key inside
     check_release(report)

@@ -124,7 +124,7 @@ def _public_rows(source: Backend, public, flag: str | None, public_name: str | N
         frame, label = _public_table(public)
         frame = _without(frame, drop)
         label = public_name or label
-        named = f"public table '{label}'" if label else "a public table (no public_name given)"
+        named = f"public table '{label}'" if label else "an unnamed public table"
         return (PublicRows(table=frame, source_name=label), frame, f"{named}, {len(frame)} rows")
     if flag:
         summary = source.flag_summary(flag)

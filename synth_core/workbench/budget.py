@@ -38,6 +38,15 @@ def budget_path(fingerprint: str) -> Path:
     return budget_dir() / f"{fingerprint[:32]}.json"
 
 
+def account_place(account: BudgetAccount) -> str:
+    """Where an account is, as terminal notes say it: the budgets folder for the
+    workbench's own (its file name is the table's fingerprint, a function of the
+    private data, so notes leave it out), the path of a ``--budget-file``."""
+    if account.path.parent.resolve() == budget_dir().resolve():
+        return f"in the workbench's budgets folder '{budget_dir()}'"
+    return f"'{account.path}'"
+
+
 #: a file in the budgets folder that names a table's account kept elsewhere
 POINTER_FORMAT = "synth-budget-pointer/1"
 
