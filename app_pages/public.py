@@ -95,7 +95,7 @@ if tuple(chosen) != wb.public.columns:
 fit = wb.mechanism_fit()
 if not fit.available:
     st.warning(f"The chosen mechanism cannot run with this public information "
-               f"({fit.refusal}). {fit.reason}", icon=":material/warning:")
+               f"({fit.refusal}). {fit.reason_in('app')}", icon=":material/warning:")
 
 if wb.public.kind != "none":
     with st.container(border=True):

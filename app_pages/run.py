@@ -42,7 +42,7 @@ if account is not None:
 fit = wb.mechanism_fit()
 if not fit.available:
     st.warning(f"**{fit.choice.title} cannot run with the public information marked "
-               f"({fit.refusal}).** {fit.reason}", icon=":material/block:")
+               f"({fit.refusal}).** {fit.reason_in('app')}", icon=":material/block:")
     st.page_link(PAGES["workload"], label="Choose the mechanism", icon=":material/tune:")
 c1, c2, _ = st.columns([1, 1, 4])
 if c1.button("Start run", type="primary", disabled=wb.running or not fit.available,

@@ -100,7 +100,7 @@ choice = fit.choice
 mech = choice.mechanism
 st.caption(mechanism_description(mech))
 if not fit.available:
-    st.warning(fit.reason, icon=":material/block:")
+    st.warning(fit.reason_in("app"), icon=":material/block:")
 m1, m2 = st.columns([3, 1])
 run_mode = m1.radio("Run mode", list(MODE_LABELS), format_func=MODE_LABELS.get, key="run_mode",
                     index=list(MODE_LABELS).index(saved["run_mode"]),
@@ -189,7 +189,7 @@ if saved:
                    options=choice.options(options))
     chosen = wb.mechanism_fit(replace(s, **changes))   # with the neighbours chosen above
     if not chosen.available:
-        st.error(chosen.reason, icon=":material/error:")
+        st.error(chosen.reason_in("app"), icon=":material/error:")
     elif attempt(wb.update_settings, **changes):
         flash("Settings saved.")
         st.rerun()

@@ -35,7 +35,8 @@ from .mechanisms import MECHANISMS, check_options, make_mechanism, resolve_fit_i
 from .mechanisms.query_release import QueryReleaseLoop
 from .runtime import require_packages
 from .model import FittedModel
-from .privacy import Ledger, Neighbours, resolve_mode, rho_from_epsilon_delta
+from .privacy import (Ledger, Neighbours, check_delta_plausible, resolve_mode,
+                      rho_from_epsilon_delta)
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
                      table_bytes, write_all)
@@ -52,11 +53,6 @@ SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 #: beyond any useful setting, low enough that a typo fails at once.
 MAX_ROUNDS = 100_000
 
-
-#: The largest delta a run accepts. A run's delta should be far below 1/n (it
-#: is the chance that the guarantee fails outright); this bound only catches a
-#: slip such as 0.5 for 5e-5. Conversions alone (``privacy``) accept any (0, 1).
-MAX_DELTA = 1e-3
 
 
 class RunWarning(UserWarning):
@@ -136,12 +132,7 @@ class RunConfig:
         _require_real("epsilon", self.epsilon, positive=True)
         _require_real("delta", self.delta)
         rho_from_epsilon_delta(self.epsilon, self.delta)
-        if self.delta > MAX_DELTA:
-            raise ConfigError(
-                f"delta = {self.delta:g} is above {MAX_DELTA:g}: delta is the chance that the "
-                "guarantee fails outright, and a value this large lets a release reveal "
-                "records; it is most likely a typo.",
-                hint="A common choice is 1e-9, or 1/n^2 for n records; keep delta far below 1/n.")
+        check_delta_plausible(self.delta)
         if self.rounds is not None:
             _require_int("rounds", self.rounds, 1, MAX_ROUNDS)
         if self.fit_iters is not None:
@@ -440,16 +431,18 @@ class RunResult:
         write_all(files)
 
 
-def check_outputs(*, out=None, report=None, diagnostics=None) -> None:
+def check_outputs(*, out=None, report=None, diagnostics=None,
+                  inputs: dict[str, object] | None = None) -> None:
     """DataError, before anything is spent, unless every output path given can be
     written: a known suffix (``out``: .csv/.parquet/.pq; the others .json), not a
-    folder, a writable (or creatable) parent folder, and no two the same."""
+    folder, a parent folder that takes new files, not a budget account, no two
+    the same, and none of the run's ``inputs`` (what it is -> its path)."""
     given = [(p, sfx, role) for p, sfx, role in (
         (out, TABLE_SUFFIXES, "synthetic data"), (report, JSON_SUFFIXES, "report"),
         (diagnostics, JSON_SUFFIXES, "diagnostics")) if p is not None]
     for path, suffixes, role in given:
         check_output_path(path, suffixes, role)
-    check_distinct(p for p, _, _ in given)
+    check_distinct((p for p, _, _ in given), inputs)
 
 
 def _private_columns(inputs: Inputs) -> list[str]:
@@ -608,6 +601,7 @@ class Synthesizer:
                                 public_name=public_name, backend=backend,
                                 backend_options=backend_options, drop_columns=drop_columns)
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
+        workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
         prefetch(inputs.data.private, workload.cliques)  # an engine backend: batched passes up front
         neighbours = Neighbours.parse(cfg.neighbours)
         rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)

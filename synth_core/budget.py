@@ -45,12 +45,12 @@ import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .errors import BudgetExceededError, ConfigError
-from .privacy import cdp_epsilon, rho_from_epsilon_delta
+from .privacy import cdp_epsilon, check_delta_plausible, rho_from_epsilon_delta
 from .report import atomic_write_bytes, check_release
+from .tables import check_unique_columns, record_hashes
 
 ACCOUNT_FORMAT = "synth-budget-account/1"
 #: relative slack on the cap for floating-point sums of rho (as the run Ledger's)
@@ -59,16 +59,6 @@ RELATIVE_TOLERANCE = 1e-12
 
 #: what a table's content fingerprint hashes, named in the hash itself
 CONTENT_FINGERPRINT = "synth-table-content/2"
-#: a missing value in a text column, as the content fingerprint writes it
-_MISSING_TEXT = "\x00missing"
-
-
-def _canonical_column(column: pd.Series):
-    """A column as the content fingerprint sees it: numbers (and booleans) as float64,
-    so that 1 and 1.0 are one value; anything else as text, missing values one token."""
-    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_numeric_dtype(column):
-        return column.to_numpy(dtype="float64", na_value=np.nan)
-    return column.astype("string").fillna(_MISSING_TEXT).to_numpy(dtype=object)
 
 
 def table_fingerprint(data) -> str:
@@ -90,14 +80,11 @@ def table_fingerprint(data) -> str:
         return h.hexdigest()
     if not isinstance(data, pd.DataFrame):
         raise ConfigError(f"Cannot fingerprint a {type(data).__name__}; give a DataFrame or a path.")
-    names = sorted(map(str, data.columns))
-    order = sorted(range(data.shape[1]), key=lambda i: str(data.columns[i]))
-    canonical = pd.DataFrame({k: _canonical_column(data.iloc[:, i]) for k, i in enumerate(order)})
-    rows = np.sort(pd.util.hash_pandas_object(canonical, index=False).to_numpy()) \
-        if len(order) else np.zeros(0, dtype=np.uint64)
-    h.update(json.dumps({"format": CONTENT_FINGERPRINT, "columns": names,
+    check_unique_columns(data, "the table")
+    names = sorted(data.columns, key=str)
+    h.update(json.dumps({"format": CONTENT_FINGERPRINT, "columns": list(map(str, names)),
                          "rows": int(len(data))}).encode("utf-8"))
-    h.update(rows.tobytes())
+    h.update(record_hashes(data, names).tobytes())
     return h.hexdigest()
 
 
@@ -165,6 +152,34 @@ def _check_rho(rho, what: str) -> float:
     return float(rho)
 
 
+def _is_rho(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value) and value >= 0
+
+
+def _damage(state: dict) -> str | None:
+    """What makes an account's state unusable (None when it is sound): a total that
+    is not a finite positive rho (NaN compares false with everything, so a NaN
+    total would admit every run), or charges that are not the records
+    :class:`BudgetCharge` writes."""
+    if not isinstance(state.get("label"), str) or not isinstance(state.get("fingerprint"), str):
+        return "its label or fingerprint is missing"
+    if not (_is_rho(state.get("total_rho")) and state["total_rho"] > 0):
+        return f"its total_rho is {state.get('total_rho')!r}, not a finite positive number"
+    charges = state.get("charges")
+    if not isinstance(charges, list):
+        return "its charges are not a list"
+    fields = set(BudgetCharge.__dataclass_fields__)
+    needed = {"run_id", "mechanism", "what", "rho_reserved"}
+    for i, charge in enumerate(charges):
+        if not isinstance(charge, dict) or not needed <= set(charge) or not set(charge) <= fields:
+            return f"charge {i + 1} is not a charge record"
+        spent = charge.get("rho_spent")
+        if not _is_rho(charge["rho_reserved"]) or not (spent is None or _is_rho(spent)):
+            return f"charge {i + 1} has a rho that is not a finite non-negative number"
+    return None
+
+
 class BudgetAccount:
     """The total privacy budget of one dataset, kept in a JSON file (see the module doc).
 
@@ -192,6 +207,10 @@ class BudgetAccount:
             raise ConfigError(f"There is no budget account at '{path}'.",
                               hint="Create it first (a total epsilon and delta, or rho).",
                               path=str(path)) from None
+        except IsADirectoryError:
+            raise ConfigError(f"'{path}' is a folder, not a budget account.",
+                              hint="Give the account's file (a .json file).",
+                              path=str(path)) from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"Cannot read the budget account '{path}': {exc}.",
                               hint="Restore the file from a backup; do not start runs on "
@@ -200,6 +219,13 @@ class BudgetAccount:
         if not isinstance(state, dict) or state.get("format") != ACCOUNT_FORMAT:
             raise ConfigError(f"'{path}' is not a budget account ({ACCOUNT_FORMAT}).",
                               path=str(path))
+        damage = _damage(state)
+        if damage:
+            raise ConfigError(
+                f"The budget account '{path}' is damaged: {damage}. A cap read from it could "
+                "not be trusted, so no run on its table is allowed.",
+                hint="Restore the file from a backup. Do not delete it: the table would get a "
+                     "fresh total.", path=str(path))
         return state
 
     def _write(self) -> None:
@@ -246,6 +272,7 @@ class BudgetAccount:
             if delta is None:
                 raise ConfigError("A total epsilon needs a delta.")
             total_rho = rho_from_epsilon_delta(float(epsilon), float(delta))
+            check_delta_plausible(float(delta), "the total's delta")
         total_rho = _check_rho(total_rho, "The total budget")
         if total_rho <= 0:
             raise ConfigError("The total budget must be positive.")
@@ -255,8 +282,15 @@ class BudgetAccount:
             "fingerprint_of": fingerprint_of, "total_rho": total_rho,
             "cap": {"epsilon": epsilon, "delta": delta} if epsilon is not None else None,
             "created": _now(), "charges": []})
-        account.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(account.lock_path, "a+b") as lock:
+        try:
+            account.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            lock = open(account.lock_path, "a+b")
+        except OSError as exc:
+            raise ConfigError(f"Cannot create the budget account '{path}': "
+                              f"{exc.strerror or exc} ('{exc.filename or path}').",
+                              hint="Give a file name in a folder you can write to.",
+                              path=str(path)) from None
+        with lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 if path.exists():

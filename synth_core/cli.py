@@ -9,7 +9,8 @@ import contextlib
 import sys
 from pathlib import Path
 
-from .cli_parser import _parse_columns, _parse_options, build_parser
+from .cli_parser import (_parse_columns, _parse_options, build_parser, input_files,
+                         missing_file)
 from .cli_whatif import run as run_whatif
 from .errors import SynthError
 
@@ -74,15 +75,12 @@ def _check_inputs_exist(args) -> None:
     """DataError naming the option whose file does not exist (--data, --public,
     --schema), before anything is read. A glob (duckdb) or a URL (spark) is left to
     the backend that reads it."""
-    from .errors import DataError
     for flag, path in (("--data", args.data), ("--public", args.public),
                        ("--schema", args.schema)):
         if not path or "://" in str(path) or any(ch in str(path) for ch in "*?["):
             continue
         if not Path(path).exists():
-            raise DataError(f"{flag}: file '{path}' not found.",
-                            hint=f"Check the path; a relative path is read from the current "
-                                 f"folder ({Path.cwd()}).", path=str(path))
+            raise missing_file(flag, path)
 
 
 def _run(args) -> int:
@@ -98,7 +96,9 @@ def _run(args) -> int:
         raise SynthError("Give exactly one of --data PATH or --sample NAME.",
                          hint="'synth samples' lists the bundled samples.")
     # before any budget is spent: every output can be written, every input exists
-    check_outputs(out=args.out, report=args.report, diagnostics=args.diagnostics)
+    check_outputs(out=args.out, report=args.report, diagnostics=args.diagnostics,
+                  inputs=input_files(data=args.data, public=args.public, schema=args.schema,
+                                     budget_file=args.budget_file))
     _check_inputs_exist(args)
     public, schema = args.public, args.schema
     data_name = public_name = None
@@ -187,11 +187,14 @@ def _schema(args) -> int:
     """``synth schema infer``: the proposal written as a schema file, the review on stderr."""
     import json
 
-    from .report import atomic_write_bytes
+    from .report import JSON_SUFFIXES, atomic_write_bytes, check_distinct, check_output_path
     from .schema_infer import propose_schema, read_leading_zeros
     from .tables import load_table, set_max_input_mb
 
     set_max_input_mb(args.max_input_mb)
+    if args.out:
+        check_output_path(args.out, JSON_SUFFIXES, "schema")
+        check_distinct([args.out], input_files(data=args.data, public=args.public))
     private = load_table(args.data)
     public = load_table(args.public) if args.public else None
     if args.public_flag:

@@ -6,6 +6,7 @@ parser (:mod:`synth_core.workbench.command`), so it imports nothing of either.""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .errors import SynthError
 
@@ -349,6 +350,23 @@ def _parse_options(items, mechanism: str | None = None) -> dict:
         else:
             out[key] = value
     return out
+
+
+def missing_file(flag: str, path) -> SynthError:
+    """The error for an input file that is not there (a relative path says where it
+    was looked for)."""
+    from .errors import DataError
+    where = "" if Path(path).is_absolute() else \
+        f" (a relative path is read from the current folder, {Path.cwd()})"
+    return DataError(f"{flag}: file '{path}' not found.", hint=f"Check the path{where}.",
+                     path=str(path))
+
+
+def input_files(*, data=None, public=None, schema=None, budget_file=None) -> dict[str, object]:
+    """The files a command reads, by what they are: no output may replace one."""
+    named = {"the private table (--data)": data, "the public table (--public)": public,
+             "the schema (--schema)": schema, "the budget account (--budget-file)": budget_file}
+    return {what: path for what, path in named.items() if path}
 
 
 def _parse_columns(value: str | None, flag: str = "--public-columns") -> tuple[str, ...]:

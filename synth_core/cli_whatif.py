@@ -49,21 +49,40 @@ def _workbench(args):
 
 
 def _read(path: str, flag: str) -> bytes:
-    from .errors import DataError
+    from .cli_parser import missing_file
     if not Path(path).is_file():
-        raise DataError(f"{flag}: file '{path}' not found.",
-                        hint=f"Check the path; a relative path is read from the current "
-                             f"folder ({Path.cwd()}).", path=str(path))
+        raise missing_file(flag, path)
     return Path(path).read_bytes()
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the command line says it (not Python's file and line)."""
+    print(f"synth: warning: {message}", file=sys.stderr)
 
 
 def run(args) -> int:
     """Predict, print and (with --out) write the curves; 0 when every curve is complete."""
+    import warnings
+    shown = warnings.showwarning
+    warnings.showwarning = _print_warning       # this process is the command line's own
+    try:
+        return _run(args)
+    finally:
+        warnings.showwarning = shown
+
+
+def _run(args) -> int:
     from .report import atomic_write_bytes, check_release
     from .side_by_side import WORKLOAD_ERROR_SCALE
     from .whatif import NOTHING_SPENT, ranking_note
     from .workbench.guide import key_title
 
+    if args.out:        # before the stand-in runs: a file that takes the result, no input
+        from .cli_parser import input_files
+        from .report import JSON_SUFFIXES, check_distinct, check_output_path
+        check_output_path(args.out, JSON_SUFFIXES, "what-if result")
+        check_distinct([args.out], input_files(data=args.data, public=args.public,
+                                               schema=args.schema))
     wb = _workbench(args)
     worker = wb.start_what_if(args.mechanism, args.epsilons, args.seeds, args.standin,
                               args.assumed_n)

@@ -22,6 +22,13 @@ CONTROLS = {
              "app": "'Leave out' under 'Review a proposed schema' on the Data page"},
     "schema": {"api": "schema= (a schema file, dict or Schema)", "cli": "--schema FILE",
                "app": "'Declare a schema (JSON)' on the Data page"},
+    "public_rows": {"api": "public= (a table) or public_flag= (a column)",
+                    "cli": "--public PATH or --public-flag COLUMN",
+                    "app": "Public rows on the Public information page"},
+    "public_columns": {"api": "public_columns=", "cli": "--public-columns",
+                       "app": "Public columns on the Public information page"},
+    "neighbours": {"api": "RunConfig(neighbours=...)", "cli": "--neighbours",
+                   "app": "Neighbouring datasets on the Workload and budget page"},
     "infer": {"api": "synth_core.schema_infer.propose_schema(private, public)",
               "cli": "'synth schema infer DATA --public PUBLIC --out FILE' (--public-flag "
                      "COLUMN for public rows flagged in DATA)",

@@ -251,6 +251,9 @@ class Sweep:
             return p if p.is_absolute() or base is None else (base / p)
 
         def dataset(d):
+            if not isinstance(d, dict):
+                raise ConfigError(f"Each dataset of a sweep spec is a table (name, data or "
+                                  f"sample, public, schema, ...), not {d!r}.")
             files = _sample_files(d["sample"]) if d.get("sample") else {}
             if d.get("no_public"):
                 files["public"] = None
@@ -263,19 +266,29 @@ class Sweep:
                                backend=str(d.get("backend", "memory")),
                                **{k: _columns(d.get(k)) for k in COLUMN_CHOICES})
 
+        if not isinstance(spec, dict):
+            raise ConfigError(f"A sweep spec is a table of settings (name, mechanisms, "
+                              f"epsilons, seeds, datasets), not a {type(spec).__name__}.",
+                              hint="See docs/experiments.md, 'Spec files'.")
+        for key in ("datasets", "mechanisms"):
+            if not isinstance(spec.get(key, []), list):
+                raise ConfigError(f"The sweep spec's '{key}' must be a list, not "
+                                  f"{spec[key]!r}.", hint="See docs/experiments.md, 'Spec files'.")
         try:
             datasets = tuple(dataset(d) for d in spec.get("datasets", []))
             mechanisms = tuple(_mechanism(m) for m in spec.get("mechanisms", []))
             return cls(datasets=datasets, mechanisms=mechanisms,
-                       epsilons=tuple(float(e) for e in spec.get("epsilons", [])),
-                       seeds=tuple(int(s) for s in spec.get("seeds", [0])),
+                       epsilons=_spec_list(spec, "epsilons", float, "number", []),
+                       seeds=_spec_list(spec, "seeds", int, "whole number", [0]),
                        settings=dict(spec.get("settings", {})), name=str(spec.get("name", "sweep")))
         except KeyError as exc:
             raise ConfigError(f"The sweep spec lacks {exc.args[0]!r}.",
                               hint="Each dataset needs 'data' (or 'sample'); each mechanism "
                                    "table needs 'mechanism'.") from None
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"The sweep spec is malformed: {exc}.") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"The sweep spec is malformed: {str(exc).rstrip('.')}.") from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Sweep":
@@ -306,6 +319,23 @@ class Sweep:
             raise ConfigError(f"The sweep spec {path} is not valid "
                               f"{'JSON' if path.suffix.lower() == '.json' else 'TOML'}: {exc}") from None
         return cls.from_dict(spec, base=path.resolve().parent)
+
+
+def _spec_list(spec: dict, key: str, kind, what: str, default: list) -> tuple:
+    """A spec's list of numbers under ``key`` (ConfigError naming the key and value)."""
+    values = spec.get(key, default)
+    if not isinstance(values, list):
+        raise ConfigError(f"The sweep spec's '{key}' must be a list of {what}s, not {values!r}.")
+    out = []
+    for value in values:
+        try:
+            if isinstance(value, bool) or (kind is int and float(value) != int(value)):
+                raise ValueError
+            out.append(kind(value))
+        except (TypeError, ValueError):
+            raise ConfigError(f"The sweep spec's '{key}' holds {value!r}, which is not a "
+                              f"{what}.") from None
+    return tuple(out)
 
 
 def _sample_files(name: str) -> dict:

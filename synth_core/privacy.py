@@ -109,6 +109,22 @@ def _rho_for(epsilon: float, delta: float) -> float:
     return _bisect(lambda r: cdp_delta(r, epsilon) <= delta, 0.0, epsilon + 1.0, ok_is_low=True)
 
 
+#: The largest delta a run, or a table's total, accepts. A delta should be far
+#: below 1/n (it is the chance that the guarantee fails outright); this bound
+#: only catches a slip such as 0.5 for 5e-5. Conversions alone accept any (0, 1).
+MAX_DELTA = 1e-3
+
+
+def check_delta_plausible(delta: float, what: str = "delta") -> None:
+    """ConfigError when ``delta`` is above :data:`MAX_DELTA` (most likely a typo)."""
+    if delta > MAX_DELTA:
+        raise ConfigError(
+            f"{what} = {delta:g} is above {MAX_DELTA:g}: delta is the chance that the "
+            "guarantee fails outright, and a value this large lets a release reveal "
+            "records; it is most likely a typo.",
+            hint="A common choice is 1e-9, or 1/n^2 for n records; keep delta far below 1/n.")
+
+
 def _check_delta(delta: float) -> None:
     if not (0 < delta < 1):
         raise ConfigError(

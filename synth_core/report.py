@@ -186,14 +186,32 @@ def check_output_path(path, suffixes: tuple[str, ...], role: str) -> Path:
     if not parent.is_dir():
         raise DataError(f"Cannot write {role} '{path}': '{parent}' is not a folder.",
                         path=str(path))
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise DataError(f"Cannot write {role} '{path}': folder '{parent}' is not writable.",
-                        hint="Choose a folder you can write to.", path=str(path))
+    try:        # a real file, not os.access: a read-only or odd file system says no here
+        tempfile.TemporaryFile(dir=parent).close()
+    except OSError as exc:
+        raise DataError(f"Cannot write {role} '{path}': folder '{parent}' does not take new "
+                        f"files ({exc.strerror or exc}).",
+                        hint="Choose a folder you can write to.", path=str(path)) from None
+    if path.is_file() and _is_budget_account(path):
+        raise DataError(f"Cannot write {role} '{path}': it is a budget account, whose history "
+                        "would be lost.", hint="Give another file name.", path=str(path))
     return path
 
 
-def check_distinct(paths) -> None:
-    """DataError if two outputs would go to the same file."""
+def _is_budget_account(path: Path) -> bool:
+    """Whether the file is a budget account or a pointer to one (their first key names
+    the format)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return re.match(rb'\s*\{\s*"format":\s*"synth-budget-(account|pointer)/', head) is not None
+
+
+def check_distinct(paths, inputs: dict[str, object] | None = None) -> None:
+    """DataError if two outputs would go to the same file, or an output to one of the
+    run's ``inputs`` (what the input is -> its path; None or a non-file is skipped)."""
     seen: dict[Path, str] = {}
     for path in paths:
         key = Path(path).resolve()
@@ -201,6 +219,14 @@ def check_distinct(paths) -> None:
             raise DataError(f"Two outputs would be written to '{path}'.",
                             hint="Give each output its own file name.", path=str(path))
         seen[key] = str(path)
+    for what, source in (inputs or {}).items():
+        if not isinstance(source, (str, Path)) or not Path(source).is_file():
+            continue
+        for key, path in seen.items():
+            if key.exists() and os.path.samefile(key, source):
+                raise DataError(f"Cannot write '{path}': it is {what} ('{source}'), which the "
+                                "output would replace.",
+                                hint="Give the output another file name.", path=str(path))
 
 
 def write_all(files) -> None:

@@ -36,6 +36,8 @@ import pandas as pd
 from .errors import DataError, SchemaError
 
 DEFAULT_BINS = 32
+#: the most bins a numeric column may have (its edges are an array of bins + 1 floats)
+MAX_BINS = 100_000
 #: :func:`infer_schema`: a column with more distinct values is binned (numbers) or refused (text)
 INFER_MAX_CATEGORIES = 100
 MISSING_LABEL = "<missing>"
@@ -163,6 +165,10 @@ class ColumnSpec:
         bins = DEFAULT_BINS if self.bins is None else _plain(self.bins)
         if not _is_whole(bins) or bins < 1:
             self._fail(f"'bins' must be a whole number of at least 1, not {bins!r}.")
+        if bins > MAX_BINS:      # before its edges are made: 1e9 bins would take 8 GB
+            self._fail(f"'bins' is {bins:g}; at most {MAX_BINS:,} bins are accepted.",
+                       "Use fewer bins (32 is the default; a marginal's size is the product "
+                       "of its columns' bins).")
         object.__setattr__(self, "bins", int(bins))
         if not np.all(np.diff(self.bin_edges()) > 0):
             self._fail(f"{self.bins} bins over [{self.lower}, {self.upper}] are too narrow "

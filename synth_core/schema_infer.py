@@ -558,6 +558,9 @@ def suspicious_columns(data: pd.DataFrame, schema: Schema | None = None, *,
             out.append(render_controls(
                 f"column '{d.name}' becomes {len(spec.categories)} categories (one per "
                 f"value); to bin it as numbers, choose {{numeric:{d.name}}}.", interface))
+        elif d.role == "mixed" and kind == "categorical":
+            out.append(f"column '{d.name}' is synthesised as categories, because it "
+                       + render_controls(d.note, interface))
     return out
 
 

@@ -24,6 +24,7 @@ import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -153,6 +154,10 @@ def check_table_file(path: Path, label: str, missing_hint: str | None = None) ->
     """DataError unless ``path`` has a CSV/Parquet name and is an existing
     file; ``label`` is how the error names it, ``missing_hint`` what to do
     when it does not exist."""
+    if path.is_dir():
+        raise DataError(f"cannot read '{label}': it is a folder, not a table file.",
+                        hint=f"Give one file ({', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}).",
+                        path=str(path))
     if not path.name.lower().endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
         raise DataError(f"cannot read '{label}': unsupported file type.",
                         hint=f"Supported formats: {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}.",
@@ -609,6 +614,9 @@ def check_drop_columns(columns, drop: tuple[str, ...], *, table_label: str,
     if both:
         raise ConfigError(f"columns both dropped and public: {_show_list(both)}.",
                           hint="Drop a column or mark it public, not both.", column=both[0])
+    if drop and all(c in drop for c in columns if c != flag_column):
+        raise ConfigError(f"every data column of {table_label} is dropped: nothing would be "
+                          "synthesised.", hint="Keep at least one column.")
 
 
 def check_no_column_lost(columns, schema: Schema, *, table_label: str,
@@ -640,3 +648,45 @@ def without_dropped(schema: Schema, drop: tuple[str, ...]) -> Schema:
         raise SchemaError("every schema column is dropped, so there is nothing to synthesise.",
                           hint="Drop fewer columns.")
     return schema.project(keep)
+
+
+#: a missing value in a text column, as :func:`canonical_column` writes it
+MISSING_TEXT = "\x00missing"
+
+
+def canonical_column(column: pd.Series):
+    """A column's values as content comparisons see them: numbers (and booleans) as
+    float64, so that 1 and 1.0 are one value; anything else as text, every missing
+    value one token (the budget fingerprint and the public-table check use it)."""
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_numeric_dtype(column):
+        return column.to_numpy(dtype="float64", na_value=np.nan)
+    return column.astype("string").fillna(MISSING_TEXT).to_numpy(dtype=object)
+
+
+def record_hashes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """The sorted 64-bit hashes of ``frame``'s records over ``columns`` (in that order),
+    each value as :func:`canonical_column` sees it: equal for two tables that hold
+    the same records, however their rows are ordered or their numbers written."""
+    if not len(columns):
+        return np.zeros(0, dtype=np.uint64)
+    canonical = pd.DataFrame({k: canonical_column(frame[c]) for k, c in enumerate(columns)})
+    return np.sort(pd.util.hash_pandas_object(canonical, index=False).to_numpy())
+
+
+def same_records(table: pd.DataFrame, frame: pd.DataFrame) -> bool:
+    """Whether ``table`` holds exactly ``frame``'s records, on ``frame``'s columns (the
+    same rows as a multiset, whatever their order or number format)."""
+    columns = sorted(frame.columns, key=str)
+    if len(frame) != len(table) or not set(columns) <= set(table.columns):
+        return False
+    return bool(np.array_equal(record_hashes(frame, columns), record_hashes(table, columns)))
+
+
+def private_as_public_error(public_label: str, private_name: str) -> ConfigError:
+    """The refusal of a public table that is the private one."""
+    return ConfigError(
+        f"The public table ({public_label}) holds the same records as the private table "
+        f"'{private_name}'. Public rows are used, and by the public-only baseline released, "
+        "without any protection: this would publish the private table.",
+        hint="Give a public table that is public knowledge (another source, an earlier "
+             "release), or leave it out.")

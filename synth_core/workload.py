@@ -9,10 +9,14 @@ candidate weight of a clique ``r`` is ``w_r = sum_{s in W} c_s |r ∩ s|`` with
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .errors import WorkloadError
+
+#: the most cells a workload marginal may have: each is counted in full (8 bytes a cell)
+MAX_MARGINAL_CELLS = 100_000_000
 
 Clique = tuple[str, ...]
 
@@ -33,8 +37,25 @@ class Workload:
         if len(set(self.cliques)) != len(self.cliques):
             raise WorkloadError("The workload lists a marginal twice.")
         for cl, w in zip(self.cliques, self.weights):
-            if not w > 0:
-                raise WorkloadError(f"The weight of marginal {cl} must be positive, got {w}.")
+            if not (w > 0 and math.isfinite(w)):
+                raise WorkloadError(f"The weight of marginal {cl} must be a finite positive "
+                                    f"number, got {w}.")
+
+    def check_cells(self, sizes: dict[str, int]) -> None:
+        """WorkloadError, naming the largest marginal and what to do, when a workload
+        marginal has more than :data:`MAX_MARGINAL_CELLS` cells (``sizes``: each
+        column's number of codes). Every workload marginal is counted in full, for
+        scoring and for the report's error bounds: checked before a run spends."""
+        cells = {cl: math.prod(sizes[c] for c in cl) for cl in self.cliques}
+        largest = max(cells, key=cells.get)
+        if cells[largest] > MAX_MARGINAL_CELLS:
+            big = sorted((c for c in largest), key=lambda c: -sizes[c])
+            raise WorkloadError(
+                f"The workload marginal {' × '.join(largest)} has {cells[largest]:,} cells "
+                f"(at most {MAX_MARGINAL_CELLS:,} are counted): "
+                + ", ".join(f"'{c}' has {sizes[c]:,} values" for c in big) + ".",
+                hint=f"Leave out a column with many values (an identifier: {{drop:{big[0]}}}), "
+                     "bin it into fewer values, or choose a workload without this marginal.")
 
     def __len__(self) -> int:
         return len(self.cliques)

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from synth_core import Synthesizer, synthesize
-from synth_core.api import MAX_DELTA, MAX_ROUNDS, RunConfig
+from synth_core.api import MAX_ROUNDS, RunConfig
+from synth_core.privacy import MAX_DELTA
 from synth_core.errors import ConfigError, DataError, SynthError
 from synth_core.privacy import MAX_EPSILON, rho_from_epsilon_delta
 

@@ -60,6 +60,8 @@ def test_kind_choices_are_refused_as_the_cli_refuses_them(files, capsys):
     assert "duckdb backend needs a declared schema" in str(engine.value)
     with pytest.raises(ConfigError, match="listed twice"):
         api_run(files / "table.csv", numeric_columns="age,age")
+    with pytest.raises(ConfigError, match="every data column .* is dropped"):
+        api_run(sample.private, schema=sample.schema, drop_columns=list(sample.private.columns))
     with pytest.raises(SynthError) as unknown:
         api_run(files / "table.csv", numeric_columns=["nope"], drop_columns=["row"])
     assert "'nope'" in str(unknown.value)

@@ -168,7 +168,8 @@ def test_entries_refused_under_unbounded_neighbours_are_marked():
         refused, _ = refused_at_start(key, rows, columns, "unbounded")
         assert refused == (not fits[key].available), (key, state)
         if refused:
-            assert "Neighbouring datasets" in fits[key].reason
+            assert "Neighbouring datasets" in fits[key].reason_in("app")
+            assert "--neighbours" in fits[key].reason_in("cli")
 
 
 def test_run_page_explains_aim_with_public_columns_before_start():

@@ -90,6 +90,24 @@ def test_every_page_renders_without_data():
     assert "No finished run yet" in texts(at)
 
 
+def test_every_page_renders_beside_a_damaged_budget_account():
+    """A hand-edited account (a total that is not a number) made every page raise in
+    the sidebar; now each page says what is wrong and no run can start."""
+    from synth_core.workbench.budget import budget_path
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    account = wb.set_dataset_budget(3.0, 1e-9)
+    state = json.loads(account.path.read_text())
+    state["total_rho"] = "lots"
+    account.path.write_text(json.dumps(state))
+    assert account.path == budget_path(wb.source.fingerprint())
+    for page in PAGES[1:]:
+        go(at, page)
+        assert any("damaged" in e for e in errors(at)), page
+    with pytest.raises(ConfigError, match="damaged"):
+        wb.start_run()
+
+
 def test_start_page_loads_titanic_in_one_click():
     at = new_app()
     assert {b.key for b in at.button} >= {"sample_titanic", "sample_adult-pub025"}
@@ -215,6 +233,12 @@ def test_public_page_uploads_a_public_table():
                     b"3rd,survived,female,,1,2\n", "text/csv"))
     at.run()
     assert not errors(at) and wb.public.rows.name == "pub.csv" and len(wb.public.rows.table) == 2
+    # the private table uploaded as the public one: refused, the public rows kept
+    private_csv = wb.source.frame.to_csv(index=False).encode()
+    at.file_uploader(key="upload_public").set_value(("copy.csv", private_csv, "text/csv"))
+    at.run()
+    assert any("holds the same records as the private table" in e for e in errors(at))
+    assert wb.public.rows.name == "pub.csv"
 
 
 def test_workload_page_builds_workloads_and_settings():

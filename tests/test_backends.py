@@ -272,6 +272,32 @@ def test_inputs_need_a_domain_not_read_off_the_private_file():
                        backend="duckdb", public_flag="is_public")
 
 
+def test_the_private_table_given_as_the_public_one_is_refused(tmp_path):
+    """Public rows are used (and by public-only released) without protection: a
+    public table that is the private one, as the same file, a copy or the same
+    records in another order, would publish it under a DP claim."""
+    private = SAMPLE_DIR / "titanic" / "private.csv"
+    schema = SAMPLE_DIR / "titanic" / "schema.json"
+    frame = load_table(private)
+    shuffled = frame.sample(frac=1.0, random_state=0)[list(reversed(frame.columns))]
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(private.read_bytes())
+    for public, backend in [(private, "memory"), (copy, "memory"), (shuffled, "memory"),
+                            (private, "duckdb"), (copy, "duckdb")]:
+        with pytest.raises(ConfigError, match="holds the same records as the private table"):
+            prepare_inputs(private, public, schema=schema, backend=backend)
+    # with the public-only baseline, nothing is written
+    assert cli_main(["run", "--data", str(private), "--public", str(copy), "--mechanism",
+                     "public-only", "--epsilon", "1", "--out", str(tmp_path / "s.csv"),
+                     "--report", str(tmp_path / "r.json"), "--quiet"]) == 2
+    assert not (tmp_path / "s.csv").exists()
+    # other records (one row fewer) are public rows like any
+    prepare_inputs(private, frame.iloc[1:], schema=schema)
+    # a public table over other columns is named as such, not as six columns to drop
+    with pytest.raises(DataError, match="has no column in common with the private table"):
+        prepare_inputs(private, pd.DataFrame({"x": [1, 2]}), schema=schema)
+
+
 def test_domain_from_public_rows():
     # a public table that covers every private value gives the domain
     inputs = prepare_inputs(SAMPLE_DIR / "titanic/private.csv",

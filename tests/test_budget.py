@@ -165,6 +165,39 @@ def test_an_account_made_under_the_old_fingerprint_is_re_keyed_and_keeps_its_his
     assert BudgetAccount.open(own.path).fingerprint == table_fingerprint(df)
 
 
+@pytest.mark.parametrize("field,value", [
+    ("total_rho", float("nan")),          # every comparison with NaN is False: the cap fails open
+    ("total_rho", "lots"), ("total_rho", -1.0), ("total_rho", True),
+    ("charges", "none"), ("charges", [{"run_id": "x"}]),
+    ("charges", [{"run_id": "x", "mechanism": "aim", "what": "w", "rho_reserved": float("nan")}]),
+    ("charges", [{"run_id": "x", "mechanism": "aim", "what": "w", "rho_reserved": 0.1,
+                  "rho_spent": -0.5}]),
+    ("label", None),
+])
+def test_a_damaged_account_is_refused_and_says_to_restore_it(tmp_path, capsys, field, value):
+    from synth_core.cli import main
+    acc = account(tmp_path, total=rho_from_epsilon_delta(3.0, 1e-9))
+    state = json.loads(acc.path.read_text())
+    state[field] = value
+    acc.path.write_text(json.dumps(state))          # Python's json writes NaN as it reads it
+    with pytest.raises(ConfigError, match="damaged") as err:
+        BudgetAccount.open(acc.path)
+    assert "Restore the file from a backup" in str(err.value)
+    code = main(["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1000",
+                 "--rounds", "2", "--quiet", "--budget-file", str(acc.path),
+                 "--out", str(tmp_path / "s.csv")])
+    captured = capsys.readouterr()
+    assert code == 2 and "damaged" in captured.err and "Traceback" not in captured.err
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_total_with_an_implausible_delta_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="the total's delta = 0.5 is above 0.001"):
+        BudgetAccount.create(tmp_path / "a.json", label="t", fingerprint="f", epsilon=3.0,
+                             delta=0.5)
+    assert not (tmp_path / "a.json").exists()
+
+
 def test_the_api_refuses_before_reading_the_data(tmp_path):
     acc = account(tmp_path, total=rho_from_epsilon_delta(1.0, 1e-9))
     missing = tmp_path / "never-read.csv"             # reading it would raise DataError
@@ -713,3 +746,48 @@ def test_a_run_counting_the_file_on_disk_says_it_found_no_account(wb, tmp_path, 
     err = capsys.readouterr().err
     assert "no budget account was found for this file's bytes" in err
     assert "--backend memory" in err and wb.dataset_budget().charges == []
+
+
+def test_no_output_replaces_an_input_or_a_budget_account_and_nothing_is_spent(tmp_path,
+                                                                              capsys):
+    """An output path that is one of the run's inputs (the private table, the public
+    table, the schema, the budget file) or any budget account is refused before
+    the run, so the private table is not replaced by synthetic data nor an
+    account's history by a report; the account is not charged."""
+    from synth_core.cli import main
+    files = _titanic_files(tmp_path)
+    data, public, schema = files[1], files[3], files[5]
+    acct = tmp_path / "acct.json"
+    run = ["run", *files, "--mechanism", "mwem-pgm", "--rounds", "2", "--epsilon", "0.5",
+           "--quiet"]
+    assert main([*run, "--budget-file", str(acct), "--budget-total-epsilon", "3",
+                 "--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]) == 0
+    spent = BudgetAccount.open(acct).spent
+    before = {p: Path(p).read_bytes() for p in (data, public, schema, acct)}
+    for out, report, expected in [(data, tmp_path / "r.json", "the private table (--data)"),
+                                  (public, tmp_path / "r.json", "the public table (--public)"),
+                                  (tmp_path / "s.csv", schema, "the schema (--schema)"),
+                                  (tmp_path / "s.csv", acct, "a budget account")]:
+        assert main([*run, "--out", str(out), "--report", str(report)]) == 2
+        assert expected in capsys.readouterr().err
+    assert main(["schema", "infer", data, "--out", str(acct)]) == 2
+    assert "a budget account" in capsys.readouterr().err
+    if Path("/proc/self").is_dir():    # a folder os.access calls writable (as root) that takes no file
+        assert main([*run, "--out", "/proc/o.csv", "--report", str(tmp_path / "r.json")]) == 2
+        assert "does not take new files" in capsys.readouterr().err
+    assert {p: Path(p).read_bytes() for p in before} == before
+    assert BudgetAccount.open(acct).spent == spent
+
+
+def test_a_budget_file_that_cannot_be_one_says_which_and_why(tmp_path, capsys):
+    from synth_core.cli import main
+    (tmp_path / "table.csv").write_text("a\n1\n")
+    run = ["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "1",
+           "--rounds", "2", "--quiet", "--budget-total-epsilon", "3",
+           "--out", str(tmp_path / "s.csv")]
+    for budget_file, expected in [(tmp_path, "is a folder, not a budget account"),
+                                  (tmp_path / "table.csv" / "b.json",
+                                   "Cannot create the budget account")]:
+        assert main([*run, "--budget-file", str(budget_file)]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and "Restore" not in err and "Traceback" not in err

@@ -44,6 +44,25 @@ def test_whatif_refuses_what_it_cannot_predict_and_names_a_missing_file(tmp_path
     assert main(["whatif", "--data", str(tmp_path / "nope.csv"), "--mechanism", "aim",
                  "--epsilons", "1"]) == 2
     assert "--data: file" in capsys.readouterr().err
+    # a mechanism the inputs do not fit: the command line's own flags, not a page's controls
+    assert main(["whatif", "--sample", "titanic", "--no-public", "--mechanism", "jam-pgm",
+                 "--epsilons", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--public PATH or --public-flag COLUMN" in err and "page" not in err
+    # an output that would replace an input is refused before any stand-in runs
+    private = tmp_path / "p.csv"
+    private.write_text("a,b\n1,2\n")
+    assert main(["whatif", "--data", str(private), "--mechanism", "aim", "--epsilons", "1",
+                 "--out", str(private)]) == 2
+    assert "unsupported file type" in capsys.readouterr().err
+    assert private.read_text() == "a,b\n1,2\n"
+    # an assumed row count where the row count is known, or one below 1: said, not ignored
+    assert main(["whatif", "--sample", "titanic", "--mechanism", "aim", "--epsilons", "1",
+                 "--assumed-n", "500"]) == 2
+    assert "applies only under unbounded DP without public rows" in capsys.readouterr().err
+    assert main(["whatif", "--sample", "titanic", "--no-public", "--neighbours", "unbounded",
+                 "--mechanism", "aim", "--epsilons", "1", "--assumed-n", "0"]) == 2
+    assert "at least 1, not 0" in capsys.readouterr().err
 
 
 def test_the_help_names_every_stand_in_and_imports_nothing_heavy():

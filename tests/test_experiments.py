@@ -73,12 +73,22 @@ def test_spec_file_builds_the_full_grid_with_stable_run_ids(tmp_path):
     ('name = "x"\nmechanisms = ["aim"]\nepsilons = [1]\n[settings]\nseed = 3\n'
      '[[datasets]]\nsample = "titanic"\n', "Unknown sweep setting"),
     ('mechanisms = ["aim"\n', "not valid TOML"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = [1, "x"]\n[[datasets]]\nsample = "titanic"\n',
+     "'epsilons' holds 'x', which is not a number"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = [1]\nseeds = ["start"]\n[[datasets]]\n'
+     'sample = "titanic"\n', "'seeds' holds 'start', which is not a whole number"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = 1\n[[datasets]]\nsample = "titanic"\n',
+     "'epsilons' must be a list"),
+    ('name = "x"\nmechanisms = ["aim"]\nepsilons = [1]\ndatasets = ["x"]\n',
+     "Each dataset of a sweep spec is a table"),
+    ("[1, 2]", "not a list"),                       # a JSON spec that is not an object
 ])
 def test_bad_specs_get_specific_errors(tmp_path, text, needle):
-    (tmp_path / "s.toml").write_text(text)
+    spec = tmp_path / ("s.json" if text.startswith("[") else "s.toml")
+    spec.write_text(text)
     with pytest.raises(ConfigError) as info:
-        Sweep.from_file(tmp_path / "s.toml").jobs()
-    assert needle in str(info.value)
+        Sweep.from_file(spec).jobs()
+    assert needle in str(info.value) and not str(info.value).endswith("..")
 
 
 def test_sweep_stores_full_config_and_resume_skips_finished_runs(tmp_path):

@@ -119,6 +119,18 @@ def test_numeric_bin_edges():
     assert codes == [0, 0, 1, 3, 3, 3]
 
 
+def test_bins_are_bounded_before_their_edges_are_made():
+    """A hand-written 1e9 bins would allocate 8 GB of edges (and grow from there):
+    refused with what to do, at once; the bound itself is accepted."""
+    import resource
+    from synth_core.schema import MAX_BINS
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(SchemaError, match="at most 100,000 bins"):
+        ColumnSpec("age", "numeric", lower=0, upper=100, bins=1_000_000_000)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000   # KB
+    assert ColumnSpec("age", "numeric", lower=0, upper=1e9, bins=MAX_BINS).size == MAX_BINS
+
+
 def test_numeric_defaults_to_32_bins():
     col = ColumnSpec("age", "numeric", lower=17, upper=90)
     assert col.bins == DEFAULT_BINS == 32

@@ -218,6 +218,9 @@ def test_run_warnings_name_the_flag_that_changes_a_column(files, capsys):
     # integer ages read as one category per value
     ages = pd.read_csv(files / "table.csv")["age"].nunique()
     assert f"column 'age' becomes {ages} categories" in err and "--numeric age" in err
+    # numbers with a few text cells become categories: said, with the way to numbers
+    assert "column 'score' is synthesised as categories, because it mixes numbers" in err
+    assert "choose --numeric score" in err
 
 
 def test_kind_flags_need_a_domain_read_off_data(files, capsys):

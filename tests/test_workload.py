@@ -62,3 +62,31 @@ def test_parse_workload():
         parse_workload("a,b*x", COLS)
     with pytest.raises(WorkloadError, match="empty"):
         parse_workload(";", COLS)
+
+
+def test_an_infinite_weight_is_refused():
+    """1e400 parses as inf: it passed 'positive' and made NaN selection scores."""
+    with pytest.raises(WorkloadError, match="finite positive"):
+        parse_workload("a,b*1e400", ["a", "b"])
+
+
+def test_a_workload_marginal_too_large_to_count_is_refused_before_the_run(tmp_path):
+    """id x city of 100,000 x 5,000 values would be counted in full for the report's
+    bounds (40 GB): refused before any budget is spent, naming the marginal and
+    the identifier to leave out."""
+    import numpy as np
+    import pandas as pd
+
+    from synth_core import Synthesizer
+    from synth_core.budget import BudgetAccount
+    from synth_core.workload import MAX_MARGINAL_CELLS
+    n = 100_000
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"id": np.arange(n).astype(str), "city": rng.integers(0, 5_000, n).astype(str),
+                       "grp": rng.choice(["a", "b"], n)})
+    acc = BudgetAccount.create(tmp_path / "a.json", label="t", fingerprint="f", total_rho=1.0)
+    synth = Synthesizer("aim", epsilon=1.0, workload="all-2way", seed=0)
+    with pytest.raises(WorkloadError, match=r"id × city has 500,000,000 cells") as err:
+        list(synth.run(df, categorical_columns=["id", "city", "grp"], budget=acc))
+    assert "drop_columns=['id']" in str(err.value)
+    assert acc.spent == 0 and 100_000 * 5_000 > MAX_MARGINAL_CELLS

@@ -96,6 +96,9 @@ class Backend(Protocol):
     * counting marginals: :meth:`counter` is the private records (a flag
       column's false rows) as a :class:`MarginalCounter`, checked against the
       schema (DataError for a value that does not fit or an empty table);
+    * a public table that is the private one: :meth:`holds_records` (True when
+      the private table holds exactly the records of a frame, on the frame's
+      columns; None when the backend cannot tell without loading the table);
     * own public-column values: :meth:`public_values` (the values of the
       public columns per private record when they are at hand, else None) and
       :meth:`own_public_codes` (codes and values of those columns, for
@@ -123,6 +126,8 @@ class Backend(Protocol):
     def counter(self, schema: Schema, flag: str | None) -> MarginalCounter: ...
 
     def public_values(self, columns: Sequence[str], flag: str | None) -> pd.DataFrame | None: ...
+
+    def holds_records(self, frame: pd.DataFrame) -> bool | None: ...
 
     @staticmethod
     def own_public_codes(private: MarginalCounter, schema: Schema,

@@ -24,6 +24,7 @@ contract), and handles everything else the same way for all three:
 
 from __future__ import annotations
 
+import filecmp
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,8 @@ from ..errors import ConfigError, DataError, SchemaError
 from ..marginals import CodedTable
 from ..schema import Schema, declared_schema, infer_schema
 from ..tables import (PublicInfo, PublicRows, check_drop_columns, check_no_column_lost,
-                      check_unique_columns, load_table, without_dropped)
+                      check_unique_columns, load_table, private_as_public_error,
+                      without_dropped)
 from .base import Backend, MarginalCounter
 
 #: backend name -> (module of synth_core.backends, its Backend class), imported on first use
@@ -105,6 +107,14 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
                            flag_column=public_flag, public_columns=tuple(public_columns))
         source.drop(drop)
     rows, public_df, public_label = _public_rows(source, public, public_flag, public_name, drop)
+    if public is not None:
+        if not set(public_df.columns) & set(columns):
+            raise DataError(f"The public table ({public_label}) has no column in common with "
+                            f"the private table '{source.name}'.",
+                            hint="Public rows are records over the same columns; check that "
+                                 "the two files are the tables you meant (and their header "
+                                 "rows).")
+        _refuse_the_private_table_as_public(data, public, source, public_df, public_label)
     info = PublicInfo(rows=rows, columns=tuple(public_columns))
     sch = _domain(schema, drop, public_df, source, public_flag)
     _check_columns(sch, info, columns, source.name, drop)
@@ -135,6 +145,19 @@ def _public_rows(source: Backend, public, flag: str | None, public_name: str | N
         return (PublicRows(flag_column=flag), _without(source.flagged_rows(flag), drop),
                 f"rows of '{source.name}' flagged by column '{flag}'")
     return None, None, None
+
+
+def _refuse_the_private_table_as_public(data, public, source: Backend, public_df: pd.DataFrame,
+                                        public_label: str) -> None:
+    """ConfigError when the public table is the private one (the same file, a copy
+    of its bytes, or the same records): public rows are used, and by the
+    public-only baseline released, without protection."""
+    same = source.holds_records(public_df)
+    if same is None and isinstance(data, (str, Path)) and isinstance(public, (str, Path)):
+        a, b = Path(data), Path(public)
+        same = a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)  # in blocks
+    if same:
+        raise private_as_public_error(public_label, source.name)
 
 
 def _without(frame: pd.DataFrame, drop: tuple[str, ...]) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import DataError
 from ..marginals import CodedTable
 from ..schema import Schema, infer_schema
-from ..tables import PublicRows, check_unique_columns, load_table
+from ..tables import PublicRows, check_unique_columns, load_table, same_records
 from .base import FlagSummary, MarginalCounter
 
 
@@ -95,6 +95,10 @@ class MemoryBackend:
                             hint="Keep at least one private row.")
         codes = schema.encode(private, table_name=self.name, role="private table")
         return CodedTable.from_frame(codes, schema.sizes)
+
+    def holds_records(self, frame: pd.DataFrame) -> bool:
+        """:func:`~synth_core.tables.same_records` of the table and ``frame``."""
+        return same_records(self.frame, frame)
 
     def public_values(self, columns: Sequence[str], flag: str | None) -> pd.DataFrame | None:
         """Every private record's own values of ``columns`` (None without columns)."""

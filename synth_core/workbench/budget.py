@@ -60,6 +60,10 @@ def _pointed_to(path: Path) -> Path:
         return path                     # BudgetAccount.open says what is wrong with it
     if not (isinstance(state, dict) and state.get("format") == POINTER_FORMAT):
         return path
+    if not isinstance(state.get("account"), str):
+        raise ConfigError(f"The budget pointer '{path}' is damaged: it names no account.",
+                          hint="Restore it from a backup, or write the account's path into its "
+                               "'account' field.", path=str(path))
     target = Path(state["account"])
     if not target.exists():
         raise ConfigError(

@@ -116,6 +116,11 @@ class DuckDBSource(TableSource):
                             ) from exc
         return new
 
+    def holds_records(self, frame: pd.DataFrame) -> None:
+        """Not told: the file stays on disk (loading it to compare is what this source
+        avoids)."""
+        return None
+
     def public_rows(self, flag_column: str) -> pd.DataFrame:
         return self.file.flagged_rows(flag_column)
 

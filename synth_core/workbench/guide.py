@@ -29,12 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, render_controls
 from ..mechanisms import MECHANISMS
 from ..mechanisms.base import Capabilities
-
-#: where the public information is marked (the hints name it)
-PUBLIC_PAGE = "the Public information page"
 
 
 @dataclass(frozen=True)
@@ -134,12 +131,17 @@ class ChoiceFit:
     uses: str
     #: short refusal ("needs public rows"); empty when the choice is available
     refusal: str = ""
-    #: the refusal in full, naming the control that changes it
+    #: the refusal in full, naming the control that changes it as a placeholder
+    #: (:func:`~synth_core.errors.render_controls`; :meth:`reason_in` names it)
     reason: str = ""
 
     @property
     def available(self) -> bool:
         return not self.refusal
+
+    def reason_in(self, interface: str) -> str:
+        """The full refusal with its control named as ``interface`` names it."""
+        return render_controls(self.reason, interface) or ""
 
     @property
     def label(self) -> str:
@@ -171,27 +173,26 @@ def _refusal(choice: MechanismChoice, rows: bool, columns: bool,
     caps, title = choice.capabilities, choice.title
     if caps.needs_public_rows and not rows:
         return ("needs public rows",
-                f"{title} is built on public rows: add them under Public rows on {PUBLIC_PAGE}.")
+                f"{title} is built on public rows: give them ({{public_rows}}).")
     if columns and not caps.uses_public_columns:
         return ("does not use public columns",
                 f"{title} treats every column as private and refuses public columns: clear "
-                f"Public columns on {PUBLIC_PAGE}, or choose an entry that uses them.")
+                "{public_columns}, or choose an entry that uses them.")
     if columns and caps.public_columns_conditional_only and not choice.conditional:
         conditional = MechanismChoice(choice.mechanism, True).title
         return ("public columns only with conditional generation",
                 f"{title} treats every column as private; it takes public columns only to "
-                f"generate conditionally. Choose {conditional} in this list (each record keeps "
-                f"its public values), or clear Public columns on {PUBLIC_PAGE}.")
+                f"generate conditionally. Choose {conditional} (each record keeps its public "
+                "values), or clear {public_columns}.")
     if not columns and (caps.needs_public_columns or choice.conditional):
         return ("needs public columns",
-                f"{title} is built on public columns: mark them under Public columns on "
-                f"{PUBLIC_PAGE}.")
+                f"{title} is built on public columns: mark them ({{public_columns}}).")
     relations = caps.conditional_neighbours if choice.conditional else caps.neighbours
     if neighbours is not None and neighbours not in relations:
         allowed = " or ".join(relations)
         return (f"{allowed} neighbours only",
                 f"{title} is defined for {allowed} neighbouring datasets only: choose "
-                f"{allowed} under Neighbouring datasets on the Workload and budget page.")
+                f"{allowed} ({{neighbours}}).")
     return "", ""
 
 
@@ -251,7 +252,8 @@ class ChoiceList:
         fits = {f.choice.key: f for f in self.fits}
         for c in choices:
             if not fits[c.key].available:
-                raise ConfigError(fits[c.key].reason)
+                raise ConfigError(f"{c.title} is not available here ({fits[c.key].refusal}).",
+                                  hint=fits[c.key].reason)
         return choices
 
 

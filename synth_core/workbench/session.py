@@ -41,7 +41,7 @@ from ..privacy import Neighbours, cdp_epsilon, rho_from_epsilon_delta
 from ..runner import RunWorker
 from ..schema import Schema, infer_schema
 from ..schema_infer import Proposal
-from ..tables import PublicInfo
+from ..tables import PublicInfo, private_as_public_error
 from ..whatif import PublicBasis
 from ..workload import Workload, parse_workload
 from .budget import BudgetService
@@ -356,6 +356,8 @@ class Workbench:
         self._require_table()
         df = read_upload(filename, content)
         label = Path(filename).name
+        if self.source.holds_records(df):
+            raise private_as_public_error(f"public table '{label}'", self.data_name or "data")
         schema = None
         if self.schema is None:
             schema = self.source.domain_from_public(df, None, self.public.rows,
@@ -768,6 +770,17 @@ class Workbench:
         mechanisms, epsilons = check_choice(mechanisms, epsilons, seeds, self.settings.delta)
         standin = choose_standin(standin, self.what_if_standins())
         self.validate_settings()
+        if assumed_n is not None:
+            if not self.what_if_needs_assumed_n():
+                raise ConfigError(
+                    "An assumed row count applies only under unbounded DP without public "
+                    "rows; here the row count comes from "
+                    + ("the private table (public under bounded DP)."
+                       if Neighbours.parse(self.settings.neighbours).n_is_public
+                       else "the public rows."), hint="Leave the assumed row count out.")
+            if isinstance(assumed_n, bool) or not isinstance(assumed_n, int) or assumed_n < 1:
+                raise ConfigError(f"The assumed row count must be a whole number of at least "
+                                  f"1, not {assumed_n!r}.")
         basis = self._what_if_basis(assumed_n)
         context = {"data": self.data_name, "rows": self.n_rows, "schema": self.schema.to_json(),
                    "public": self.public_summary(),

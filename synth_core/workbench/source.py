@@ -71,6 +71,10 @@ class TableSource(FlaggedRowsReader, Protocol):
         """A domain read off the public rows ``public`` (labelled ``what``),
         checked against the table; ``schema`` is the current domain, if any."""
 
+    def holds_records(self, frame: pd.DataFrame) -> bool | None:
+        """Whether the table holds exactly ``frame``'s records (a public table that is
+        the private one); None when it cannot tell without loading the table."""
+
     def public_rows(self, flag_column: str) -> pd.DataFrame:
         """The rows ``flag_column`` marks true (public, so they may be loaded)."""
 
