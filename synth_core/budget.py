@@ -166,6 +166,10 @@ def _damage(state: dict) -> str | None:
         return "its label or fingerprint is missing"
     if not (_is_rho(state.get("total_rho")) and state["total_rho"] > 0):
         return f"its total_rho is {state.get('total_rho')!r}, not a finite positive number"
+    cap = state.get("cap")
+    if cap is not None and not (isinstance(cap, dict) and all(
+            cap.get(k) is None or (_is_rho(cap[k]) and cap[k] > 0) for k in ("epsilon", "delta"))):
+        return f"its cap is {cap!r}, not an epsilon and a delta"
     charges = state.get("charges")
     if not isinstance(charges, list):
         return "its charges are not a list"
@@ -190,7 +194,9 @@ class BudgetAccount:
     """
 
     def __init__(self, path: Path, state: dict):
-        self.path = Path(path)
+        # the real file: a symlink to an account would otherwise take its own lock file
+        # and be replaced by a copy at the first write, splitting the account in two
+        self.path = Path(path).resolve()
         self._state = state
 
     # ---------------------------------------------------------------- files
@@ -309,7 +315,7 @@ class BudgetAccount:
         history are kept. Under the account's lock: the new file is written before
         the old one is removed, so a crash leaves the account whole in one place or
         the other, and a second process re-keying at once opens the moved account."""
-        target = Path(path) if path is not None else self.path
+        target = Path(path).resolve() if path is not None else self.path
         with open(self.lock_path, "a+b") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:

@@ -198,20 +198,27 @@ def check_output_path(path, suffixes: tuple[str, ...], role: str) -> Path:
     return path
 
 
+#: a JSON file larger than this is not read to see whether it is a budget account
+_ACCOUNT_MAX_BYTES = 64 << 20
+
+
 def _is_budget_account(path: Path) -> bool:
-    """Whether the file is a budget account or a pointer to one (their first key names
-    the format)."""
+    """Whether the file is a budget account or a pointer to one (a JSON object whose
+    ``format`` says so, whatever the order of its keys)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(512)
-    except OSError:
+        if path.stat().st_size > _ACCOUNT_MAX_BYTES:
+            return False
+        state = json.loads(path.read_bytes())
+    except (OSError, ValueError):
         return False
-    return re.match(rb'\s*\{\s*"format":\s*"synth-budget-(account|pointer)/', head) is not None
+    return isinstance(state, dict) and str(state.get("format", "")).startswith(
+        ("synth-budget-account/", "synth-budget-pointer/"))
 
 
 def check_distinct(paths, inputs: dict[str, object] | None = None) -> None:
     """DataError if two outputs would go to the same file, or an output to one of the
-    run's ``inputs`` (what the input is -> its path; None or a non-file is skipped)."""
+    run's ``inputs`` (what the input is -> its path, existing or still to be made, such
+    as a new budget file; a value that is not a path is skipped)."""
     seen: dict[Path, str] = {}
     for path in paths:
         key = Path(path).resolve()
@@ -220,10 +227,11 @@ def check_distinct(paths, inputs: dict[str, object] | None = None) -> None:
                             hint="Give each output its own file name.", path=str(path))
         seen[key] = str(path)
     for what, source in (inputs or {}).items():
-        if not isinstance(source, (str, Path)) or not Path(source).is_file():
+        if not isinstance(source, (str, Path)):
             continue
         for key, path in seen.items():
-            if key.exists() and os.path.samefile(key, source):
+            if key == Path(source).resolve() or (key.exists() and Path(source).is_file()
+                                                 and os.path.samefile(key, source)):
                 raise DataError(f"Cannot write '{path}': it is {what} ('{source}'), which the "
                                 "output would replace.",
                                 hint="Give the output another file name.", path=str(path))

@@ -172,7 +172,7 @@ def test_an_account_made_under_the_old_fingerprint_is_re_keyed_and_keeps_its_his
     ("charges", [{"run_id": "x", "mechanism": "aim", "what": "w", "rho_reserved": float("nan")}]),
     ("charges", [{"run_id": "x", "mechanism": "aim", "what": "w", "rho_reserved": 0.1,
                   "rho_spent": -0.5}]),
-    ("label", None),
+    ("label", None), ("cap", "lots"), ("cap", {"epsilon": "3", "delta": 1e-9}),
 ])
 def test_a_damaged_account_is_refused_and_says_to_restore_it(tmp_path, capsys, field, value):
     from synth_core.cli import main
@@ -474,7 +474,7 @@ def test_a_command_line_account_is_registered_so_a_second_one_is_refused(tmp_pat
     first.rename(tmp_path / "moved.json")
     assert main(run) == 2
     err = capsys.readouterr().err
-    assert "missing" in err and "Restore it" in err
+    assert "missing" in err and "restore it from a backup" in err
     fingerprint = wb.source.fingerprint()
     with pytest.raises(ConfigError, match="missing"):
         BudgetService.account(fingerprint)
@@ -489,7 +489,8 @@ def test_a_second_account_for_a_table_the_workbench_keeps_one_for_is_refused(wb,
                  "--rounds", "2", "--quiet", "--budget-file", str(fresh),
                  "--budget-total-epsilon", "5", "--out", str(tmp_path / "s.csv")]) == 2
     err = capsys.readouterr().err
-    assert "would be a second account" in err and str(account.path) in err
+    assert "would be a second account" in err and account.path.name not in err
+    assert "in the workbench's budgets folder" in err
     assert not fresh.exists() and not (tmp_path / "s.csv").exists()
     assert account.path.exists() and wb.dataset_budget().spent == 0
     # a copy of the account (or an account made before the workbench's) is refused too
@@ -772,6 +773,18 @@ def test_no_output_replaces_an_input_or_a_budget_account_and_nothing_is_spent(tm
         assert expected in capsys.readouterr().err
     assert main(["schema", "infer", data, "--out", str(acct)]) == 2
     assert "a budget account" in capsys.readouterr().err
+    # an account re-saved with its keys sorted is still one
+    sorted_keys = tmp_path / "sorted.json"
+    sorted_keys.write_text(json.dumps(json.loads(acct.read_text()), sort_keys=True))
+    assert main([*run, "--out", str(tmp_path / "s.csv"), "--report", str(sorted_keys)]) == 2
+    assert "a budget account" in capsys.readouterr().err
+    before[sorted_keys] = sorted_keys.read_bytes()
+    # a new budget file named as the report: refused before the run, not after it
+    new = tmp_path / "new-acct.json"
+    assert main([*run, "--budget-file", str(new), "--budget-total-epsilon", "3",
+                 "--out", str(tmp_path / "s.csv"), "--report", str(new)]) == 2
+    assert "the budget account (--budget-file)" in capsys.readouterr().err
+    assert not new.exists()
     if Path("/proc/self").is_dir():    # a folder os.access calls writable (as root) that takes no file
         assert main([*run, "--out", "/proc/o.csv", "--report", str(tmp_path / "r.json")]) == 2
         assert "does not take new files" in capsys.readouterr().err
@@ -791,3 +804,90 @@ def test_a_budget_file_that_cannot_be_one_says_which_and_why(tmp_path, capsys):
         assert main([*run, "--budget-file", str(budget_file)]) == 2
         err = capsys.readouterr().err
         assert expected in err and "Restore" not in err and "Traceback" not in err
+
+
+def test_a_total_set_while_a_run_is_going_counts_that_run(wb, tmp_path, capsys):
+    """Setting a table's total while one of this session's runs is still going: the
+    run is reserved in the new account at once, so a run admitted next cannot
+    take the same budget (it was: 141% of the total spent)."""
+    from synth_core.cli import main
+    wb.update_settings(mechanism="mwem-pgm", epsilon=0.5, rounds=12, fit_iters=300,
+                       final_fit_iters=300)
+    rho = rho_from_epsilon_delta(0.5, wb.settings.delta)
+    wb.start_run()
+    assert not wb.worker.done                                  # still going
+    with pytest.raises(ConfigError, match="still going"):      # a total the run alone passes
+        wb.set_dataset_budget(0.4, wb.settings.delta)
+    account = wb.set_dataset_budget(0.6, wb.settings.delta)
+    assert account.spent == pytest.approx(rho)                   # reserved, not yet spent
+    assert main(["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "0.5",
+                 "--rounds", "2", "--quiet", "--out", str(tmp_path / "s.csv"),
+                 "--report", str(tmp_path / "r.json")]) == 2
+    assert "Refused" in capsys.readouterr().err
+    assert wb.worker.wait(120)
+    spent = BudgetAccount.open(account.path)
+    assert spent.spent <= spent.total_rho and spent.spent == pytest.approx(rho)
+    assert [c.rho_spent for c in spent.charges] == [pytest.approx(rho)]
+
+
+def test_a_symlink_to_an_account_is_that_account(tmp_path, capsys):
+    """A symlink given as --budget-file charges the file it points to, under that file's
+    lock; before, it took its own lock and its first write replaced the link with a
+    copy, splitting the account (132% of the total spent)."""
+    from synth_core.cli import main
+    run = ["run", "--sample", "titanic", "--mechanism", "mwem-pgm", "--epsilon", "0.5",
+           "--rounds", "2", "--quiet", "--out", str(tmp_path / "s.csv"),
+           "--report", str(tmp_path / "r.json")]
+    real = tmp_path / "acct.json"
+    assert main([*run, "--budget-file", str(real), "--budget-total-epsilon", "1.2"]) == 0
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert main([*run, "--budget-file", str(link)]) == 0
+    assert link.is_symlink() and len(BudgetAccount.open(real).charges) == 2
+    assert BudgetAccount.open(link).path == real.resolve()
+    for _ in range(20):                       # through the link and the pointer, until full
+        if main([*run, "--budget-file", str(link)]) == 2 or main(run) == 2:
+            break
+    assert "Refused" in capsys.readouterr().err and link.is_symlink()
+    account = BudgetAccount.open(real)
+    assert account.total_rho - rho_from_epsilon_delta(0.5, 1e-9) < account.spent <= \
+        account.total_rho
+
+
+def test_registering_a_pointer_waits_for_a_total_being_set(tmp_path):
+    """The workbench setting a total and a command-line account registering itself for
+    the same table take one lock: the second finds the first (both used to succeed,
+    leaving the table with two totals)."""
+    import fcntl
+    import time
+
+    from synth_core.workbench.budget import register_account
+    fingerprint = "ab" * 32
+    path = budget_path(fingerprint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cli_account = account(tmp_path, name="cli.json")
+    result = []
+    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)          # as BudgetAccount.create does
+        worker = threading.Thread(target=lambda: result.append(
+            register_account(fingerprint, cli_account)))
+        worker.start()
+        time.sleep(0.3)
+        assert worker.is_alive() and not path.exists()      # waiting for the lock
+        path.write_text(cli_account.path.read_text())       # the workbench's account lands
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    worker.join(10)
+    assert result == [False] and "synth-budget-account/" in path.read_text()
+
+
+def test_a_pointer_to_itself_or_to_a_pointer_is_called_damaged():
+    from synth_core.workbench.budget import POINTER_FORMAT, BudgetService
+    fingerprint = "cd" * 32
+    path = budget_path(fingerprint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    other = path.with_name("other.json")
+    for target, said in [(path, "points to itself"), (other, "points to a pointer")]:
+        other.write_text(json.dumps({"format": POINTER_FORMAT, "account": str(path)}))
+        path.write_text(json.dumps({"format": POINTER_FORMAT, "account": str(target)}))
+        with pytest.raises(ConfigError, match=said):
+            BudgetService.account(fingerprint)

@@ -18,14 +18,17 @@ are not capped (only each run's own ledger applies).
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..budget import BudgetAccount, BudgetCharge, run_rho
 from ..errors import ConfigError
 from ..privacy import cdp_epsilon, rho_from_epsilon_delta
+from ..report import atomic_write_bytes
 
 
 def budget_dir() -> Path:
@@ -54,12 +57,9 @@ POINTER_FORMAT = "synth-budget-pointer/1"
 def _pointed_to(path: Path) -> Path:
     """The account a file of the budgets folder stands for: the file itself, or the
     account a pointer names (ConfigError, saying what to do, if that is gone)."""
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return path                     # BudgetAccount.open says what is wrong with it
-    if not (isinstance(state, dict) and state.get("format") == POINTER_FORMAT):
-        return path
+    state = _pointer_state(path)
+    if state is None:
+        return path                     # an account (BudgetAccount.open says if it is not)
     if not isinstance(state.get("account"), str):
         raise ConfigError(f"The budget pointer '{path}' is damaged: it names no account.",
                           hint="Restore it from a backup, or write the account's path into its "
@@ -69,10 +69,26 @@ def _pointed_to(path: Path) -> Path:
         raise ConfigError(
             f"This table's budget account is '{target}' (the workbench's budgets folder points "
             f"to it in '{path}'), and that file is missing.",
-            hint=f"Restore it from a backup: no run on this table can be charged until then. "
-                 f"Delete '{path}' only if the account is lost for good; the table would then "
-                 "get a fresh total.", path=str(target))
+            hint=f"If the account was moved, write its new path into the 'account' field of "
+                 f"'{path}'; else restore it from a backup (no run on this table can be "
+                 f"charged until then). Delete '{path}' only if the account is lost for good: "
+                 "the table would then get a fresh total.", path=str(target))
+    if target.resolve() == path.resolve() or _pointer_state(target) is not None:
+        raise ConfigError(f"The budget pointer '{path}' is damaged: it points to "
+                          f"{'itself' if target.resolve() == path.resolve() else 'a pointer'}, "
+                          "not to an account.",
+                          hint="Write the account's own path into its 'account' field.",
+                          path=str(path))
     return target
+
+
+def _pointer_state(path: Path) -> dict | None:
+    """The pointer stored at ``path``; None when the file is anything else."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return state if isinstance(state, dict) and state.get("format") == POINTER_FORMAT else None
 
 
 def register_account(fingerprint: str, account: BudgetAccount) -> bool:
@@ -87,11 +103,16 @@ def register_account(fingerprint: str, account: BudgetAccount) -> bool:
     pointer = {"format": POINTER_FORMAT, "account": str(account.path.resolve()),
                "label": account.label, "registered": _dt.datetime.now(_dt.timezone.utc)
                .isoformat(timespec="seconds")}
-    try:
-        with open(path, "x", encoding="utf-8") as fh:      # never replaces an account
-            fh.write(json.dumps(pointer, indent=2) + "\n")
-    except FileExistsError:
-        return False
+    # the lock BudgetAccount.create takes for this path: the workbench setting a total
+    # at this moment either finds the pointer or makes its account first, never both
+    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            if path.exists():
+                return False
+            atomic_write_bytes(path, (json.dumps(pointer, indent=2) + "\n").encode("utf-8"))
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
     return True
 
 
@@ -115,6 +136,11 @@ class BudgetService:
     #: rho this session's runs spent on tables without an account, by table
     #: fingerprint (recorded in the account when the curator sets the total)
     unbudgeted_rho: dict[str, float] = field(default_factory=dict)
+    #: this session's runs in progress on tables without an account, by table
+    #: fingerprint (reserved in the account when the curator sets the total)
+    _running: dict[str, list[BudgetHold]] = field(default_factory=dict, repr=False)
+    #: runs start, end and totals are set from several threads (background runs)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @staticmethod
     def account(fingerprint: str) -> BudgetAccount | None:
@@ -136,23 +162,39 @@ class BudgetService:
         table (runs that ended before the total was set) is recorded in it at once:
         the total covers the table's whole history, not only what comes next, so a
         total they have already used up is refused (ConfigError) and nothing is
-        written: it could never be raised again."""
-        earlier = self.unbudgeted_rho.get(fingerprint, 0.0)
-        total = rho_from_epsilon_delta(float(epsilon), float(delta))
-        if earlier > 0 and earlier >= total:
-            raise ConfigError(
-                f"This session's runs have already spent rho = {earlier:.4g} (epsilon = "
-                f"{cdp_epsilon(earlier, delta):.3g} at delta = {delta:g}) on this table: a "
-                f"total of epsilon = {epsilon:g} (rho = {total:.4g}) would be used up before "
-                "it is set.",
-                hint="Set a larger total: it counts every run on the table, those already "
-                     "made included, and cannot be changed once set.")
-        account = BudgetAccount.create(budget_path(fingerprint), label=label,
-                                       fingerprint=fingerprint, fingerprint_of=fingerprint_of,
-                                       epsilon=float(epsilon), delta=float(delta))
-        earlier = self.unbudgeted_rho.pop(fingerprint, 0.0)
-        if earlier > 0:
-            account.record_spent(earlier, "runs in this session before the total was set")
+        written: it could never be raised again. Runs of this session still in
+        progress on the table are reserved in it at once, so the total counts them
+        too (a total they would pass is refused in the same way)."""
+        with self._lock:
+            earlier = self.unbudgeted_rho.get(fingerprint, 0.0)
+            running = [h for h in self._running.get(fingerprint, []) if h.charge is None]
+            in_progress = sum(h.rho for h in running)
+            total = rho_from_epsilon_delta(float(epsilon), float(delta))
+            if (earlier > 0 and earlier >= total) or earlier + in_progress > total:
+                what = (f"spent rho = {earlier:.4g}" if earlier else "") + \
+                    (" and " if earlier and running else "") + \
+                    (f"reserved rho = {in_progress:.4g} for {len(running)} run(s) still going"
+                     if running else "")
+                raise ConfigError(
+                    f"This session's runs have already {what} on this table (rho = "
+                    f"{earlier + in_progress:.4g}, epsilon = "
+                    f"{cdp_epsilon(earlier + in_progress, delta):.3g} at delta = {delta:g}): "
+                    f"a total of epsilon = {epsilon:g} (rho = {total:.4g}) would be used up "
+                    "before it is set.",
+                    hint="Set a larger total (it counts every run on the table, those already "
+                         "made or still going included, and cannot be changed once set), or "
+                         "wait for the runs to end.")
+            account = BudgetAccount.create(budget_path(fingerprint), label=label,
+                                           fingerprint=fingerprint,
+                                           fingerprint_of=fingerprint_of,
+                                           epsilon=float(epsilon), delta=float(delta))
+            earlier = self.unbudgeted_rho.pop(fingerprint, 0.0)
+            if earlier > 0:
+                account.record_spent(earlier, "runs in this session before the total was set")
+            for hold in running:
+                hold.account = account
+                hold.charge = account.reserve(hold.rho, hold.what, mechanism=hold.mechanism,
+                                              delta=float(delta))
         return account
 
     def table_spent(self, fingerprint: str) -> tuple[float, str]:
@@ -182,10 +224,13 @@ class BudgetService:
         is counted once the curator sets the table's total."""
         rho = run_rho(mechanism, epsilon, delta)
         hold = BudgetHold(fingerprint, what, mechanism, rho)
-        account = self.account(fingerprint)
-        if account is not None:
-            hold.account = account
-            hold.charge = account.reserve(rho, what, mechanism=mechanism, delta=float(delta))
+        with self._lock:
+            account = self.account(fingerprint)
+            if account is None:
+                self._running.setdefault(fingerprint, []).append(hold)
+                return hold
+        hold.account = account
+        hold.charge = account.reserve(rho, what, mechanism=mechanism, delta=float(delta))
         return hold
 
     def settle(self, hold: BudgetHold, spent: float | None) -> BudgetCharge | None:
@@ -194,15 +239,19 @@ class BudgetService:
         is recorded in the account if one exists now, else kept in
         ``unbudgeted_rho`` until :meth:`create` records it."""
         spent = hold.rho if spent is None else float(spent)
-        if hold.charge is not None:
-            return hold.account.settle(hold.charge, spent)
-        if spent <= 0:
-            return None
-        account = self.account(hold.fingerprint)
-        if account is not None:
-            return account.record_spent(spent, hold.what, mechanism=hold.mechanism)
-        self.unbudgeted_rho[hold.fingerprint] = self.unbudgeted_rho.get(hold.fingerprint, 0.0) + spent
-        return None
+        with self._lock:
+            running = self._running.get(hold.fingerprint, [])
+            running[:] = [h for h in running if h is not hold]
+            if hold.charge is None:    # no account when it started, nor since
+                if spent <= 0:
+                    return None
+                account = self.account(hold.fingerprint)
+                if account is not None:
+                    return account.record_spent(spent, hold.what, mechanism=hold.mechanism)
+                self.unbudgeted_rho[hold.fingerprint] = \
+                    self.unbudgeted_rho.get(hold.fingerprint, 0.0) + spent
+                return None
+        return hold.account.settle(hold.charge, spent)
 
     def settle_run(self, hold: BudgetHold, worker) -> None:
         """After a background run: settle with its ledger's spend and put the
@@ -247,8 +296,14 @@ def frame_fingerprint(frame, budget_file=None) -> str:
         legacy = legacy_table_fingerprint(frame)
         for at, to in moves:
             at = at or budget_path(legacy)
-            if at.is_file() and BudgetAccount.open(at).fingerprint == legacy:
-                BudgetAccount.open(at).rekey(fingerprint, to)
+            try:
+                old = BudgetAccount.open(at) if at.is_file() else None
+            except ConfigError:
+                if at.exists():
+                    raise
+                old = None          # re-keyed by another process a moment ago
+            if old is not None and old.fingerprint == legacy:
+                old.rekey(fingerprint, to)
     return fingerprint
 
 
@@ -301,22 +356,21 @@ def run_account(data, *, budget_file=None, label: str, epsilon: float | None = N
     if kept is not None and path.resolve() != kept.path.resolve():
         what = "is another account of it" if path.exists() else "would be a second account"
         raise ConfigError(
-            f"This table has a budget account (found through the workbench's budgets "
-            f"folder): '{kept.path}' ('{kept.label}', {kept.left_text(default_delta)} left); '{path}' "
-            f"{what}. Two accounts for one table would let its runs together pass the "
-            "table's total.",
-            hint=f"Leave out the budget file (the run is then charged to that account), or "
-                 f"give '{kept.path}'.", path=str(path))
+            f"This table has a budget account, '{kept.label}' {account_place(kept)} "
+            f"({kept.left_text(default_delta)} left); '{path}' {what}. Two accounts for one "
+            "table would let its runs together pass the table's total.",
+            hint="Leave out the budget file: the run is then charged to that account.",
+            path=str(path))
     account = open_for_table(path, fingerprint=fingerprint or table_fingerprint(data),
                              label=label, epsilon=epsilon, delta=delta,
                              default_delta=default_delta, fingerprint_of=fingerprint_source(data))
     if fingerprint is not None and not register_account(fingerprint, account):
         kept = BudgetService.account(fingerprint)       # registered by another process meanwhile
         if kept.path.resolve() != account.path.resolve():
-            raise ConfigError(f"This table's budget account is '{kept.path}' ('{kept.label}'); "
-                              f"'{path}' is another account of it.",
-                              hint=f"Give '{kept.path}' or leave out the budget file.",
-                              path=str(path))
+            raise ConfigError(f"This table's budget account is '{kept.label}' "
+                              f"{account_place(kept)}; '{path}' is another account of it.",
+                              hint="Leave out the budget file: the run is then charged to "
+                                   "that account.", path=str(path))
     return account
 
 
