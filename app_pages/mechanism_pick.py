@@ -53,8 +53,10 @@ def pick_epsilons(key: str, container=st) -> list[float]:
     values that are not positive numbers are named in an error and left out."""
     picked = container.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
                                    key=key, accept_new_options=True,
-                                   help="Pick from the list, or type another value (e.g. 0.3 "
-                                        "or 3.16) and press Enter.")
+                                   help="Pick values from the list. To add one that is not "
+                                        "in it (e.g. 0.5), type it and click it in the list: "
+                                        "Enter picks every value that contains what you "
+                                        "typed (0.3 also matches 0.03).")
     eps, not_epsilons = parse_epsilons(picked)
     if not_epsilons:
         container.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a positive "

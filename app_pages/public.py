@@ -13,6 +13,9 @@ st.markdown("Public data is used **without privacy protection** and costs no bud
             "measure. Only mark data public if it really is (for example a published sample, "
             "an older release, or records whose owners consented).")
 st.info(f"Now: **{wb.public_summary()}**", icon=":material/public:")
+overlap = wb.public_overlap_note()
+if overlap:
+    st.warning(overlap, icon=":material/content_copy:")
 
 st.subheader("Public rows")
 modes = {"none": "No public rows", "table": "Upload a public table",

@@ -116,6 +116,7 @@ st.caption("A new session starts in **release** mode: what you download from thi
            "not hardened against attacks on the noise, so do not publish its output. The "
            "Compare page always makes seeded research runs.")
 params = mechanism_parameters(mech)
+shown_rounds = saved["rounds"]        # the rounds box's value before any typing
 with st.form("budget_form"):
     c1, c2, c3 = st.columns(3)
     eps = c1.select_slider("Epsilon (log scale)", EPSILON_GRID, value=saved["epsilon"],
@@ -179,8 +180,9 @@ with st.form("budget_form"):
                                                              help=opt.help)
                 if value != default:
                     options[name] = value
-    saved = st.form_submit_button("Save settings", type="primary", disabled=not fit.available)
-if saved:
+    save_clicked = st.form_submit_button("Save settings", type="primary",
+                                         disabled=not fit.available)
+if save_clicked:
     changes = dict(mechanism=mech, epsilon=float(eps), delta=float(delta), neighbours=neighbours,
                    rounds=None if use_default else int(rounds), max_model_size=float(size),
                    fit_iters=None if fit_default else int(fit_iters),
@@ -191,7 +193,9 @@ if saved:
     if not chosen.available:
         st.error(chosen.reason_in("app"), icon=":material/error:")
     elif attempt(wb.update_settings, **changes):
-        flash("Settings saved.")
+        unused = use_default and rounds is not None and int(rounds) != int(shown_rounds)
+        flash("Settings saved." + (f" Rounds T = {int(rounds)} was not used: 'Default rounds' "
+                                   "is ticked (untick it to set the rounds)." if unused else ""))
         st.rerun()
 else:
     if choice_key != saved_choice and fit.available:

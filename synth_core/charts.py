@@ -98,7 +98,8 @@ def rounds_figure(events: Sequence, rounds_planned: int | None = None) -> go.Fig
 
 
 def budget_figure(events: Sequence) -> go.Figure:
-    """Cumulative budget (rho) spent on selection and on measurement, against the total."""
+    """Cumulative budget (rho) spent on selection and on measurement, against the run's
+    own rho (not the table's total budget, which the sidebar shows)."""
     rounds = [e.round for e in events]
     sel, meas = [], []
     s = m = 0.0
@@ -113,12 +114,12 @@ def budget_figure(events: Sequence) -> go.Figure:
     if events:
         total = events[-1].rho_total
         fig.add_trace(go.Scatter(x=[min(rounds) - 0.5, max(rounds) + 0.5], y=[total, total],
-                                 mode="lines", name="total budget",
+                                 mode="lines", name="this run's budget",
                                  line=dict(color=TOTAL_COLOR, dash="dash")))
     fig.update_layout(barmode="stack")
     _round_axis(fig, events)
     fig.update_yaxes(title="rho spent (cumulative)")
-    return _layout(fig, "Privacy budget: selection vs measurement vs total")
+    return _layout(fig, "Privacy budget: selection vs measurement vs this run's budget")
 
 
 def sigma_size_figure(events: Sequence) -> go.Figure:

@@ -90,7 +90,11 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
                      "they are (their joint counts equal the private table's exactly); only "
                      "the private columns were generated.")
     lines.append(DOMAIN_NOTES[domain_source])
-    if research_mode:
+    if spent <= 0:
+        lines.append("Nothing was measured or selected from the private table (rho spent = "
+                     "0): the synthetic data depend on it only through what the neighbour "
+                     "relation makes public.")
+    elif research_mode:
         lines.append("Research mode: noise is continuous Gaussian from a seeded pseudo-random "
                      "generator, for reproducible experiments; it is not hardened against "
                      "floating-point attacks."

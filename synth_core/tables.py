@@ -682,6 +682,19 @@ def same_records(table: pd.DataFrame, frame: pd.DataFrame) -> bool:
     return bool(np.array_equal(record_hashes(frame, columns), record_hashes(table, columns)))
 
 
+def shared_records(table: pd.DataFrame, frame: pd.DataFrame) -> int:
+    """How many of ``frame``'s rows are records of ``table`` (on ``frame``'s columns, as
+    multisets: a record twice in ``frame`` counts twice only if ``table`` has it twice).
+    CURATOR-ONLY: a count over the private table."""
+    columns = sorted(frame.columns, key=str)
+    if not set(columns) <= set(table.columns):
+        return 0
+    mine, theirs = (np.unique(record_hashes(t, columns), return_counts=True)
+                    for t in (table, frame))
+    _, i, j = np.intersect1d(mine[0], theirs[0], return_indices=True)
+    return int(np.minimum(mine[1][i], theirs[1][j]).sum())
+
+
 def private_as_public_error(public_label: str, private_name: str) -> ConfigError:
     """The refusal of a public table that is the private one."""
     return ConfigError(

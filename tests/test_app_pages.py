@@ -239,6 +239,16 @@ def test_public_page_uploads_a_public_table():
     at.run()
     assert any("holds the same records as the private table" in e for e in errors(at))
     assert wb.public.rows.name == "pub.csv"
+    assert wb.public_overlap_note() is None                 # two rows: too few to judge
+    # a near-copy (the private table less 8 rows) loads, with a curator-only warning
+    near = wb.source.frame.iloc[8:].to_csv(index=False).encode()
+    at.file_uploader(key="upload_public").set_value(("near.csv", near, "text/csv"))
+    at.run()
+    warned = [w.value for w in at.warning if "also records of the private table" in w.value]
+    assert warned and "1,000 of the 1,000 public rows (100%)" in warned[0]
+    # the sample's own public rows share half their records by chance: no warning
+    wb.load_sample("titanic")
+    assert wb.public_overlap_note() is None
 
 
 def test_workload_page_builds_workloads_and_settings():
@@ -286,6 +296,11 @@ def test_workload_page_builds_workloads_and_settings():
     at.checkbox(key="rounds_default").check()
     at.button[[b.label for b in at.button].index("Save settings")].click().run()
     assert wb.settings.mechanism == "aim" and wb.settings.rounds is None
+    # a number typed while the default is ticked is not used, and the page says so
+    at.number_input(key="rounds").set_value(12)
+    at.button[[b.label for b in at.button].index("Save settings")].click().run()
+    assert wb.settings.rounds is None
+    assert any("Rounds T = 12 was not used" in m.value for m in at.success)
 
 
 

@@ -225,6 +225,9 @@ def test_settings_validation_and_budget(wb):
     assert wb.settings == RunSettings(mechanism="jam-pgm")
     b = wb.budget_summary()
     assert b["rho"] > 0 and b["session_rho"] == 0
+    wb.update_settings(mechanism="public-only")         # spends none: its budget shows 0
+    assert wb.budget_summary()["rho"] == 0
+    wb.update_settings(mechanism="jam-pgm")
     secs, how = wb.estimate_seconds()
     assert secs > 0 and how
     assert wb.planned_rounds() == 30
@@ -360,7 +363,7 @@ def test_charts_build_from_events(finished):
     _, run = finished
     assert len(charts.rounds_figure(run.events, 3).data) >= 1
     budget = charts.budget_figure(run.events)
-    assert [t.name for t in budget.data] == ["selection", "measurement", "total budget"]
+    assert [t.name for t in budget.data] == ["selection", "measurement", "this run's budget"]
     assert len(charts.sigma_size_figure(run.events).data) == 2
     pool = candidates_frame(run.events[-1])
     fig = charts.candidates_figure(pool)

@@ -35,6 +35,14 @@ def test_every_release_report_is_clean(mechanism, small_private, small_public, s
     assert on_disk["ledger"]["spent_rho"] == pytest.approx(sum(c["rho"] for c in on_disk["ledger"]["charges"]))
     assert [m["clique"] for m in on_disk["measurements"]] == [list(m.clique) for m in res.measurements]
     assert "statement" in on_disk["privacy"] and "zCDP" in on_disk["privacy"]["statement"]
+    # the statement describes what happened: a run that spent nothing measured nothing
+    statement = on_disk["privacy"]["statement"]
+    spent_nothing = on_disk["privacy"]["rho_spent"] == 0
+    assert (mechanism == "public-only") == spent_nothing
+    assert ("Nothing was measured or selected from the private table" in statement) == \
+        spent_nothing
+    assert ("every marginal was measured" in statement) is False   # research mode here
+    assert ("Research mode" in statement) == (not spent_nothing)
     # curator-only diagnostics exist, but only through their own, labelled call
     assert res.curator_diagnostics().to_json()["label"].startswith("CURATOR-ONLY")
 

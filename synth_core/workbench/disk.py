@@ -121,6 +121,10 @@ class DuckDBSource(TableSource):
         avoids)."""
         return None
 
+    def shared_records(self, frame: pd.DataFrame) -> None:
+        """Not told, as :meth:`holds_records`."""
+        return None
+
     def public_rows(self, flag_column: str) -> pd.DataFrame:
         return self.file.flagged_rows(flag_column)
 

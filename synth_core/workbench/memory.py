@@ -13,7 +13,7 @@ from ..budget import TABLE_CONTENT
 from ..errors import DataError, SynthError
 from ..schema import ColumnSpec, Schema, infer_schema
 from ..schema_infer import Proposal, propose_schema
-from ..tables import PublicRows, same_records
+from ..tables import PublicRows, same_records, shared_records
 from .budget import frame_fingerprint
 from .command import arg
 from .public import PublicRowsChoice
@@ -85,6 +85,9 @@ class MemoryTable(TableSource):
 
     def holds_records(self, frame: pd.DataFrame) -> bool:
         return same_records(self.frame[self.columns], frame)
+
+    def shared_records(self, frame: pd.DataFrame) -> int:
+        return shared_records(self.frame[self.columns], frame)
 
     def public_rows(self, flag_column: str) -> pd.DataFrame:
         return PublicRows(flag_column=flag_column).split(self.frame)[1]

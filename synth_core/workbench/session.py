@@ -32,12 +32,13 @@ import pandas as pd
 
 from ..api import Synthesizer, list_samples, load_sample, prepare_inputs
 from ..backends import CountingBackend
+from ..budget import run_rho
 from ..disk_table import check_backend, load_file_frame, resolve_data_path
 from ..errors import ConfigError, DataError, SynthError
 from ..evaluate import per_marginal_errors
 from ..experiments import DatasetSpec
 from ..mechanisms import MECHANISMS, make_mechanism
-from ..privacy import Neighbours, cdp_epsilon, rho_from_epsilon_delta
+from ..privacy import Neighbours, cdp_epsilon
 from ..runner import RunWorker
 from ..schema import Schema, infer_schema
 from ..schema_infer import Proposal
@@ -58,6 +59,11 @@ from .source import TableSource
 from .uploads import parse_schema_upload, read_upload
 from .what_if import (DEFAULT_ASSUMED_N, WhatIfRequest, WhatIfService, check_choice,
                       choose_standin, what_if_key, what_if_settings)
+
+
+#: an uploaded public table of at least this many rows, with at least this share of
+#: them records of the private table, gets a warning (:meth:`Workbench.public_overlap_note`)
+OVERLAP_MIN_ROWS, OVERLAP_SHARE = 20, 0.9
 
 
 class Workbench:
@@ -312,6 +318,25 @@ class Workbench:
     def public_summary(self) -> str:
         return self.public.summary(self.source)
 
+    def public_overlap_note(self) -> str | None:
+        """CURATOR-ONLY: a warning when most rows of an uploaded public table are records
+        of the private table (a copy with a few rows removed passes the exact-copy
+        check, and public rows are used, or by public-only released, unprotected)."""
+        if self.source is None or self.private_public_counts() is not None:
+            return None
+        public = self.public_rows_frame()
+        if public is None or len(public) < OVERLAP_MIN_ROWS:
+            return None
+        shared = self.source.shared_records(public)
+        if shared is None or shared < OVERLAP_SHARE * len(public):
+            return None
+        return (f"{shared:,} of the {len(public):,} public rows ({shared / len(public):.0%}) are "
+                "also records of the private table (CURATOR-ONLY: a count over the private "
+                "table). If the public table was made from the private one, it is not public: "
+                "its rows would be used, and by the public-only baseline released, without "
+                "protection. Public rows from the same population share some records by "
+                "chance (half of Titanic's sample rows do), but rarely this many.")
+
     def private_public_counts(self) -> tuple[int, int] | None:
         """(private rows, public rows) of the loaded table when its public rows
         are rows of it (a flag column or a row filter): a run synthesises the
@@ -534,9 +559,10 @@ class Workbench:
         return total
 
     def budget_summary(self) -> dict:
-        """rho for the settings and what this session's runs spent."""
+        """rho a run of the settings may spend (:func:`~synth_core.budget.run_rho`: 0 for
+        a mechanism that spends none) and what this session's runs spent."""
         s = self.settings
-        rho = rho_from_epsilon_delta(s.epsilon, s.delta)
+        rho = run_rho(s.mechanism, s.epsilon, s.delta)
         spent = self.session_rho_spent()
         return {"rho": rho, "session_rho": spent,
                 "session_epsilon": cdp_epsilon(spent, s.delta) if spent > 0 else 0.0,

@@ -75,6 +75,11 @@ class TableSource(FlaggedRowsReader, Protocol):
         """Whether the table holds exactly ``frame``'s records (a public table that is
         the private one); None when it cannot tell without loading the table."""
 
+    def shared_records(self, frame: pd.DataFrame) -> int | None:
+        """CURATOR-ONLY: how many of ``frame``'s rows are records of the table
+        (:func:`~synth_core.tables.shared_records`); None when it cannot tell without
+        loading the table."""
+
     def public_rows(self, flag_column: str) -> pd.DataFrame:
         """The rows ``flag_column`` marks true (public, so they may be loaded)."""
 
