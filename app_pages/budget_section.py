@@ -20,7 +20,9 @@ def budget_section(wb) -> None:
                "before it starts and refused once the total would be passed. Runs compose by "
                "adding ρ (zCDP), released or not: picking the best of several runs is itself a "
                "use of the private data. What-if previews read no private value and cost "
-               "nothing.")
+               "nothing. The account belongs to this table's records: the same records in "
+               "another row or column order or file format find it; a copy with rows added, "
+               "removed or changed is another table, with an account of its own.")
     try:
         account = wb.dataset_budget()
     except Exception as exc:  # noqa: BLE001 - e.g. an unreadable account file

@@ -7,6 +7,7 @@ from app_pages.common import (CURATOR_PLOT, PAGES, attempt, budget_text, curator
 from synth_core import charts
 from synth_core.mechanisms import MECHANISMS
 from synth_core.runner import FAILED, FINISHED, RUNNING, STOPPED
+from synth_core.errors import SynthError
 from synth_core.explain import pool_frame, workload_error_help
 from synth_core.workbench import events_frame
 from app_pages import explain as notes, side_by_side
@@ -36,16 +37,24 @@ try:
 except Exception as exc:  # noqa: BLE001 - shown, the Start button then refuses too
     account = None
     show_error(exc)
+past_total = None
 if account is not None:
     st.caption(f"Charged to the table's total budget before it starts ({account.label}: "
                f"{budget_text(account, s.delta)}).")
+    try:      # said before Start, as the Compare page's cost preview does
+        account.refuse_unless_fits(wb.budget_summary()["rho"], "this run", s.delta)
+    except SynthError as exc:
+        past_total = exc
+        st.warning(str(exc), icon=":material/block:")
+        st.page_link(PAGES["workload"], label="Lower epsilon", icon=":material/tune:")
 fit = wb.mechanism_fit()
 if not fit.available:
     st.warning(f"**{fit.choice.title} cannot run with the public information marked "
                f"({fit.refusal}).** {fit.reason_in('app')}", icon=":material/block:")
     st.page_link(PAGES["workload"], label="Choose the mechanism", icon=":material/tune:")
 c1, c2, _ = st.columns([1, 1, 4])
-if c1.button("Start run", type="primary", disabled=wb.running or not fit.available,
+if c1.button("Start run", type="primary",
+             disabled=wb.running or not fit.available or past_total is not None,
              key="start_run"):
     if attempt(wb.start_run):
         st.rerun()

@@ -108,6 +108,20 @@ def test_every_page_renders_beside_a_damaged_budget_account():
         wb.start_run()
 
 
+def test_run_page_says_before_start_that_the_run_would_pass_the_total():
+    at = load_titanic(new_app())
+    wb = at.session_state["wb"]
+    wb.set_dataset_budget(0.8, wb.settings.delta)
+    wb.update_settings(epsilon=1.0)
+    go(at, "app_pages/run.py")
+    assert any("Refused: this run needs" in w.value for w in at.warning)
+    assert at.button(key="start_run").disabled
+    wb.update_settings(epsilon=0.5)
+    go(at, "app_pages/run.py")
+    assert not any("Refused" in w.value for w in at.warning)
+    assert not at.button(key="start_run").disabled
+
+
 def test_start_page_loads_titanic_in_one_click():
     at = new_app()
     assert {b.key for b in at.button} >= {"sample_titanic", "sample_adult-pub025"}

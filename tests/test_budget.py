@@ -369,10 +369,12 @@ def test_the_data_page_sets_the_total_and_the_run_page_refuses_past_it(tmp_path,
     assert wb.dataset_budget().total_rho == rho_from_epsilon_delta(0.5, wb.settings.delta)
     assert "0 of" in sidebar_text(at) and "left" in sidebar_text(at)
     wb.update_settings(epsilon=1.0, **FAST)            # one run at eps 1 passes a total of 0.5
-    go(at, "app_pages/run.py")
-    at.button(key="start_run").click().run()
-    assert not at.exception and wb.worker is None
-    assert any("Refused" in e and "left" in e for e in errors(at)), errors(at)
+    go(at, "app_pages/run.py")                          # said before Start, Start disabled
+    assert any("Refused" in w.value and "left" in w.value for w in at.warning)
+    assert at.button(key="start_run").disabled
+    with pytest.raises(BudgetExceededError, match="left"):   # and refused if started anyway
+        wb.start_run()
+    assert wb.worker is None and errors(at) == []
 
 
 def test_the_cli_charges_a_budget_file_and_refuses_past_it(tmp_path, capsys):
