@@ -90,7 +90,7 @@ class Workbench:
     * public information: ``public_summary``, ``private_public_counts``,
       ``set_public_table``, ``flag_candidates``, ``set_public_flag``, ``set_public_filter``,
       ``set_public_columns``, ``clear_public_rows``, ``public_proxy_errors``,
-      ``public_reference_error``;
+      ``public_reference_error``, ``public_overlap_note``;
     * settings and budget: ``update_settings``, ``mechanism_fit`` (the guided
       list's verdict on the settings' mechanism), ``mechanism_title``, ``workload``,
       ``planned_rounds``, ``estimate_seconds``, ``budget_summary``,
