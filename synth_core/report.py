@@ -210,7 +210,9 @@ def _is_budget_account(path: Path) -> bool:
     """Whether the file is a budget account or a pointer to one (a JSON object whose
     ``format`` says so, whatever the order of its keys)."""
     try:
-        if path.stat().st_size > _ACCOUNT_MAX_BYTES:
+        with open(path, "rb") as fh:       # a table (or anything not a JSON object) at once
+            head = fh.read(64).lstrip()
+        if path.stat().st_size > _ACCOUNT_MAX_BYTES or not head.startswith(b"{"):
             return False
         state = json.loads(path.read_bytes())
     except (OSError, ValueError):
