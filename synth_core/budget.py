@@ -325,13 +325,16 @@ class BudgetAccount:
                              rekeyed=_now(), fingerprint_of=TABLE_CONTENT)
                 moved = BudgetAccount(target, state)
                 if target != self.path:
-                    if target.exists():
-                        raise AccountExistsError(
-                            f"Cannot move the budget account '{self.path}' to '{target}': an "
-                            "account is there already.",
-                            hint="Two accounts now know this table; keep the one with the "
-                                 "longer history and move the other away.", path=str(target))
-                    moved._write()
+                    with open(moved.lock_path, "a+b") as new_lock:   # the lock create takes
+                        fcntl.flock(new_lock.fileno(), fcntl.LOCK_EX)
+                        if target.exists():
+                            raise AccountExistsError(
+                                f"Cannot move the budget account '{self.path}' to '{target}': "
+                                "an account is there already.",
+                                hint="Two accounts now know this table; keep the one with the "
+                                     "longer history and move the other away.",
+                                path=str(target))
+                        moved._write()
                     self.path.unlink()
                 else:
                     moved._write()
