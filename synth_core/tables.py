@@ -676,10 +676,7 @@ def record_hashes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
 def same_records(table: pd.DataFrame, frame: pd.DataFrame) -> bool:
     """Whether ``table`` holds exactly ``frame``'s records, on ``frame``'s columns (the
     same rows as a multiset, whatever their order or number format)."""
-    columns = sorted(frame.columns, key=str)
-    if len(frame) != len(table) or not set(columns) <= set(table.columns):
-        return False
-    return bool(np.array_equal(record_hashes(frame, columns), record_hashes(table, columns)))
+    return len(frame) == len(table) and shared_records(table, frame) == len(frame)
 
 
 def shared_records(table: pd.DataFrame, frame: pd.DataFrame) -> int:

@@ -46,14 +46,15 @@ class Workload:
         marginal has more than :data:`MAX_MARGINAL_CELLS` cells (``sizes``: each
         column's number of codes). Every workload marginal is counted in full, for
         scoring and for the report's error bounds: checked before a run spends."""
-        cells = {cl: math.prod(sizes[c] for c in cl) for cl in self.cliques}
+        # a column the domain lacks is the engine's error to name, not this check's
+        cells = {cl: math.prod(sizes.get(c, 1) for c in cl) for cl in self.cliques}
         largest = max(cells, key=cells.get)
         if cells[largest] > MAX_MARGINAL_CELLS:
-            big = sorted((c for c in largest), key=lambda c: -sizes[c])
+            big = sorted(largest, key=lambda c: -sizes.get(c, 1))
             raise WorkloadError(
                 f"The workload marginal {' × '.join(largest)} has {cells[largest]:,} cells "
                 f"(at most {MAX_MARGINAL_CELLS:,} are counted): "
-                + ", ".join(f"'{c}' has {sizes[c]:,} values" for c in big) + ".",
+                + ", ".join(f"'{c}' has {sizes.get(c, 1):,} values" for c in big) + ".",
                 hint=f"Leave out a column with many values (an identifier: {{drop:{big[0]}}}), "
                      "bin it into fewer values, or choose a workload without this marginal.")
 

@@ -293,6 +293,14 @@ def test_the_private_table_given_as_the_public_one_is_refused(tmp_path):
     assert not (tmp_path / "s.csv").exists()
     # other records (one row fewer) are public rows like any
     prepare_inputs(private, frame.iloc[1:], schema=schema)
+    # the share of public rows that are private records by chance, as docs/trust.md gives
+    # it beside the workbench's 90% warning threshold
+    from synth_core import load_sample
+    from synth_core.tables import shared_records
+    for name, share in [("titanic", 0.51), ("adult-pub025", 0.0006)]:
+        sample = load_sample(name)
+        assert round(shared_records(sample.private, sample.public) / len(sample.public),
+                     2 if share > 0.01 else 4) == share
     # a public table over other columns is named as such, not as six columns to drop
     with pytest.raises(DataError, match="has no column in common with the private table"):
         prepare_inputs(private, pd.DataFrame({"x": [1, 2]}), schema=schema)

@@ -781,6 +781,12 @@ def test_no_output_replaces_an_input_or_a_budget_account_and_nothing_is_spent(tm
     assert main([*run, "--out", str(tmp_path / "s.csv"), "--report", str(sorted_keys)]) == 2
     assert "a budget account" in capsys.readouterr().err
     before[sorted_keys] = sorted_keys.read_bytes()
+    # the pointer that registered the account in the budgets folder is one too
+    from synth_core.workbench.budget import budget_dir
+    pointer = next(budget_dir().glob("*.json"))
+    assert main([*run, "--out", str(tmp_path / "s.csv"), "--report", str(pointer)]) == 2
+    assert "a budget account" in capsys.readouterr().err
+    before[pointer] = pointer.read_bytes()
     # a new budget file named as the report: refused before the run, not after it
     new = tmp_path / "new-acct.json"
     assert main([*run, "--budget-file", str(new), "--budget-total-epsilon", "3",

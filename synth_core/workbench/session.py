@@ -121,6 +121,9 @@ class Workbench:
         self._pending: PendingRun | None = None
         self.runs: list[FinishedRun] = []
         self._proxy_cache: dict = {}
+        #: (table source, public rows, note) of the last overlap check: the Public
+        #: information page asks on every rerun, and the check hashes the whole table
+        self._overlap: tuple | None = None
         self.messages: list[str] = []    # notes for the next page render
 
     # ---------------------------------------------------------------- the table
@@ -324,6 +327,14 @@ class Workbench:
         check, and public rows are used, or by public-only released, unprotected)."""
         if self.source is None or self.private_public_counts() is not None:
             return None
+        if self._overlap is not None and self._overlap[0] is self.source \
+                and self._overlap[1] is self.public.rows:
+            return self._overlap[2]
+        note = self._overlap_note()
+        self._overlap = (self.source, self.public.rows, note)
+        return note
+
+    def _overlap_note(self) -> str | None:
         public = self.public_rows_frame()
         if public is None or len(public) < OVERLAP_MIN_ROWS:
             return None
