@@ -542,6 +542,39 @@ class Synthesizer:
             pass
         return self.result
 
+    def prepare(self, data, public=None, *, schema=None, public_flag: str | None = None,
+                public_columns: Sequence[str] = (), data_name: str | None = None,
+                public_name: str | None = None, backend: str = "memory",
+                backend_options: dict | None = None, drop_columns: Sequence[str] = (),
+                numeric_columns: Sequence[str] = (), categorical_columns: Sequence[str] = ()
+                ) -> tuple[Inputs, Workload, dict]:
+        """What :meth:`run` does before it measures anything, with its arguments: the
+        mechanism's options checked, the domain and the inputs prepared, the workload
+        parsed and its marginals' sizes checked. Returns ``(inputs, workload,
+        options)``; raises the same errors :meth:`run` would, and spends nothing.
+
+        ``synth run`` calls it before it creates a new ``--budget-file`` account, so
+        that a run refused for its inputs (a missing schema, a column the schema
+        lacks) does not leave an account whose total can no longer be changed.
+        """
+        cfg = self.config
+        options = dict(cfg.options)
+        public_columns = _public_columns(public_columns, options.pop("public_columns", None))
+        if public_columns:
+            options["public_columns"] = public_columns
+        check_options(cfg.mechanism, options)   # before the data is read
+        data, data_name, schema = domain_choices(
+            data, public, schema=schema, public_flag=public_flag, drop_columns=drop_columns,
+            numeric_columns=numeric_columns, categorical_columns=categorical_columns,
+            backend=backend, data_name=data_name)
+        inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
+                                public_columns=public_columns, data_name=data_name,
+                                public_name=public_name, backend=backend,
+                                backend_options=backend_options, drop_columns=drop_columns)
+        workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
+        workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
+        return inputs, workload, options
+
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,
             public_columns: Sequence[str] = (), data_name: str | None = None,
             public_name: str | None = None, backend: str = "memory",
@@ -587,21 +620,11 @@ class Synthesizer:
             return
         started = time.perf_counter()
         cfg = self.config
-        options = dict(cfg.options)
-        public_columns = _public_columns(public_columns, options.pop("public_columns", None))
-        if public_columns:
-            options["public_columns"] = public_columns
-        check_options(cfg.mechanism, options)   # before the data is read
-        data, data_name, schema = domain_choices(
-            data, public, schema=schema, public_flag=public_flag, drop_columns=drop_columns,
-            numeric_columns=numeric_columns, categorical_columns=categorical_columns,
-            backend=backend, data_name=data_name)
-        inputs = prepare_inputs(data, public, schema=schema, public_flag=public_flag,
-                                public_columns=public_columns, data_name=data_name,
-                                public_name=public_name, backend=backend,
-                                backend_options=backend_options, drop_columns=drop_columns)
-        workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
-        workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
+        inputs, workload, options = self.prepare(
+            data, public, schema=schema, public_flag=public_flag, public_columns=public_columns,
+            data_name=data_name, public_name=public_name, backend=backend,
+            backend_options=backend_options, drop_columns=drop_columns,
+            numeric_columns=numeric_columns, categorical_columns=categorical_columns)
         prefetch(inputs.data.private, workload.cliques)  # an engine backend: batched passes up front
         neighbours = Neighbours.parse(cfg.neighbours)
         rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)

@@ -15,19 +15,24 @@ from .cli_whatif import run as run_whatif
 from .errors import SynthError
 
 
-def _budget_account(args, data, data_name):
-    """The run's table's budget account (:func:`~synth_core.workbench.budget.run_account`:
-    the --budget-file account, else the one the workbench keeps for this table, else
-    None), with the data and its name as the run should take them: the memory
-    backend's table is loaded here, once, to fingerprint it, and the run reuses the
-    frame."""
+def _loaded(args, data, data_name):
+    """The data and its name as the run takes them: the memory backend's table is
+    loaded here, once (its budget account is found by its records), and the run
+    reuses the frame; an engine backend's file is left where it is."""
     import pandas as pd
 
-    from .budget import table_label
     from .tables import load_table
-    from .workbench.budget import ENGINE_NO_ACCOUNT, account_place, run_account
     if args.backend == "memory" and not isinstance(data, pd.DataFrame):
         data, data_name = load_table(data), data_name or Path(data).name
+    return data, data_name
+
+
+def _budget_account(args, data):
+    """The run's table's budget account (:func:`~synth_core.workbench.budget.run_account`:
+    the --budget-file account, else the one the workbench keeps for this table, else
+    None)."""
+    from .budget import table_label
+    from .workbench.budget import ENGINE_NO_ACCOUNT, account_place, run_account
     account = run_account(data, budget_file=args.budget_file,
                           label=table_label(args.data, args.budget_label or args.sample),
                           epsilon=args.budget_total_epsilon, delta=args.budget_delta,
@@ -41,7 +46,7 @@ def _budget_account(args, data, data_name):
     if args.budget_label and account is not None and args.budget_label != account.label:
         print(f"synth: note: the budget account keeps its label '{account.label}' "
               "(--budget-label names a new account only)", file=sys.stderr)
-    return account, data, data_name
+    return account
 
 
 def _run_domain_choices(args, data, public, schema, data_name):
@@ -136,13 +141,17 @@ def _run(args) -> int:
     drop_columns = _parse_columns(args.drop_columns, "--drop-columns")
     data, data_name, schema = _run_domain_choices(args, data, public, schema, data_name)
     data, data_name = _identifier_warnings(args, data, schema, data_name)
-    budget, data, data_name = _budget_account(args, data, data_name)
+    data, data_name = _loaded(args, data, data_name)
+    run_inputs = dict(schema=schema, public_flag=args.public_flag, public_columns=public_columns,
+                      data_name=data_name, public_name=public_name, backend=args.backend,
+                      drop_columns=drop_columns)
     with warnings.catch_warnings():   # printed once below, as "synth: warning: ..."
         warnings.simplefilter("ignore", RunWarning)
-        for event in synth.run(data, public, schema=schema, public_flag=args.public_flag,
-                               public_columns=public_columns, data_name=data_name,
-                               public_name=public_name, backend=args.backend, budget=budget,
-                               drop_columns=drop_columns):
+        if args.budget_file and not Path(args.budget_file).exists():
+            # a new account's total is fixed once it is made: make it for sound inputs only
+            synth.prepare(data, public, **run_inputs)
+        budget = _budget_account(args, data)
+        for event in synth.run(data, public, budget=budget, **run_inputs):
             say(event.describe())
     result = synth.result
     if args.backend != "memory":

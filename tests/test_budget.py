@@ -814,6 +814,32 @@ def test_a_budget_file_that_cannot_be_one_says_which_and_why(tmp_path, capsys):
         assert expected in err and "Restore" not in err and "Traceback" not in err
 
 
+def test_a_run_refused_for_its_inputs_makes_no_new_account(tmp_path, capsys):
+    """A new account's total can never be changed, and a pointer to it stays in the
+    budgets folder: a first run refused for its inputs must not make it, else a typo
+    fixes the table's total (and deleting the file leaves every run refused)."""
+    from synth_core.cli import main
+    from synth_core.workbench.budget import budget_dir
+    files = _titanic_files(tmp_path)
+    acct = tmp_path / "a.json"
+    (tmp_path / "columns.json").write_text('{"columns": [{"name": "age", "kind": "numeric", '
+                                           '"lower": 0, "upper": 80, "bins": 8}]}')
+    common = ["run", "--mechanism", "mwem-pgm", "--rounds", "2", "--epsilon", "0.5",
+              "--fit-iters", "10", "--final-fit-iters", "20", "--quiet", "--budget-file",
+              str(acct), "--budget-total-epsilon", "2", "--report", str(tmp_path / "r.json"),
+              "--out", str(tmp_path / "s.csv")]
+    refused = [("--data", files[1], "--backend", "duckdb"),       # no domain for duckdb
+               ("--data", files[1], "--schema", str(tmp_path / "columns.json"))]  # columns left out
+    for inputs in refused:
+        assert main([*common, *inputs]) == 2
+        err = capsys.readouterr().err
+        assert "error:" in err and "Traceback" not in err
+        assert not acct.exists()
+        assert not budget_dir().exists() or not any(budget_dir().glob("*.json"))
+    assert main([*common, *files[:2], "--budget-total-epsilon", "3"]) == 0
+    assert BudgetAccount.open(acct).cap == {"epsilon": 3.0, "delta": 1e-09}
+
+
 def test_a_total_set_while_a_run_is_going_counts_that_run(wb, tmp_path, capsys):
     """Setting a table's total while one of this session's runs is still going: the
     run is reserved in the new account at once, so a run admitted next cannot
