@@ -11,7 +11,7 @@ from dataclasses import replace
 from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_error,
                               show_finished_worker)
 from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
-from synth_core import charts
+from synth_core import charts, explain
 from synth_core.privacy import cdp_epsilon
 from synth_core.side_by_side import WORKLOAD_ERROR_SCALE
 from synth_core.workbench import REFUSED, frame_parquet_bytes
@@ -143,6 +143,9 @@ with st.container(border=True):
                "themselves (each seed rounds differently); it spends no budget, so epsilon "
                "does not change it.")
     summary = charts.compare_summary(results)
+    note = explain.compare_note(summary, labels, ref)
+    if note:
+        st.markdown(note)
     named = summary["mechanism"].map(lambda m: labels.get(m, m))
     st.dataframe(summary.assign(mechanism=named), hide_index=True)
     failed = results[results["status"] == "failed"]

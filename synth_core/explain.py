@@ -16,6 +16,10 @@ Streamlit. The notes:
   public marginals at zero measurement cost;
 * :func:`baseline_note`: whether the synthetic data beat the public rows alone
   (CURATOR-ONLY figures);
+* :func:`compare_note`: a comparison's outcome, a clause per epsilon: the
+  lowest mean workload error, whether the seeds' ranges leave its lead in
+  doubt, and the epsilons at which nothing beat the public rows alone
+  (CURATOR-ONLY figures);
 * :func:`is_vacuous` / :func:`bounds_display_frame`: an uncertainty bound at
   the largest possible error (L1 distance 2 between two share vectors, 2n in
   counts) carries no information and is shown as such;
@@ -243,6 +247,44 @@ def baseline_note(mechanism: str, epsilon: float, workload_error: float,
                    "help: more epsilon (the noise shrinks as 1/√ρ), fewer marginals (a smaller "
                    "workload leaves more budget for each), or another mechanism (compare "
                    "several on the same table).")
+
+
+def compare_note(summary: pd.DataFrame, labels: Mapping[str, str] | None = None,
+                 reference: float | None = None) -> str | None:
+    """CURATOR-ONLY: a comparison's outcome (``summary``: :func:`synth_core.charts.compare_summary`,
+    one row per mechanism and epsilon with the mean, smallest and largest error over the
+    seeds and the runs), one clause per epsilon: the mechanism with the lowest mean error
+    and the next one, called level when their ranges over the seeds overlap (or when either
+    has one run: the order may change with the seed). ``reference`` (the public rows'
+    own workload error) adds the epsilons at which no mechanism's mean is below it. None
+    for an empty summary."""
+    if summary is None or summary.empty:
+        return None
+    named = lambda m: (labels or {}).get(m, m)   # noqa: E731
+    clauses, not_below = [], []
+    for eps, rows in summary.groupby("epsilon", sort=True):
+        rows = rows.sort_values(["mean", "mechanism"], ignore_index=True)
+        best = rows.iloc[0]
+        text = f"at ε = {eps:g}, {named(best['mechanism'])} ({best['mean']:.3f})"
+        if len(rows) > 1:
+            second = rows.iloc[1]
+            if min(best["runs"], second["runs"]) < 2:
+                text += (f", then {named(second['mechanism'])} ({second['mean']:.3f}; one run, "
+                         "so the order may change with the seed)")
+            elif best["max"] >= second["min"]:
+                text += (f", level with {named(second['mechanism'])} ({second['mean']:.3f}; "
+                         "their ranges over the seeds overlap)")
+            else:
+                text += f", ahead of {named(second['mechanism'])} ({second['mean']:.3f})"
+        clauses.append(text)
+        if reference is not None and best["mean"] >= reference:
+            not_below.append(f"{eps:g}")
+    note = "Lowest mean workload error " + "; ".join(clauses) + "."
+    if not_below:
+        note += (f" At ε = {', '.join(not_below)} no mechanism is below the public rows alone "
+                 f"({reference:.3f}): there, releasing the public rows (Public-only, no budget) "
+                 "does as well on this workload.")
+    return note
 
 
 # -- uncertainty bounds ----------------------------------------------------------------------

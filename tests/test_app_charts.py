@@ -121,3 +121,26 @@ def test_compare_bars_run_from_the_smallest_to_the_largest_seed():
     one = charts.compare_summary(results[results["seed"] == 0])
     assert one["std"].isna().all() and (one["min"] == one["max"]).all()
     assert "min to max" in charts.compare_figure(results).layout.yaxis.title.text
+
+
+def _runs(errors: dict) -> pd.DataFrame:
+    """Finished comparison runs: {(mechanism, epsilon): [error of seed 0, seed 1, ...]}."""
+    return pd.DataFrame([{"mechanism": m, "epsilon": e, "seed": s, "status": "finished",
+                          "workload_error": err}
+                         for (m, e), errs in errors.items() for s, err in enumerate(errs)])
+
+
+def test_the_compare_note_names_the_lowest_error_and_whether_the_seeds_settle_it():
+    from synth_core.explain import compare_note
+    results = _runs({("aim", 0.1): [0.50, 0.52], ("jam-pgm", 0.1): [0.30, 0.34],
+                     ("aim", 1.0): [0.20, 0.26], ("jam-pgm", 1.0): [0.24, 0.25],
+                     ("public-only", 0.1): [0.40, 0.41], ("public-only", 1.0): [0.40, 0.41]})
+    note = compare_note(charts.compare_summary(results), {"jam-pgm": "JAM-PGM"}, reference=0.31)
+    assert "at ε = 0.1, JAM-PGM (0.320), ahead of public-only (0.405)" in note
+    # AIM's mean is lower at 1 but its seeds' range (0.20-0.26) holds JAM-PGM's (0.24-0.25)
+    assert "at ε = 1, aim (0.230), level with JAM-PGM (0.245; their ranges" in note
+    assert "At ε = 0.1 no mechanism is below the public rows alone (0.310)" in note
+    one_seed = charts.compare_summary(results[results["seed"] == 0])
+    assert "one run, so the order may change with the seed" in compare_note(one_seed)
+    assert "public rows alone" not in compare_note(one_seed)          # no reference given
+    assert compare_note(charts.compare_summary(results[results["status"] == "x"])) is None

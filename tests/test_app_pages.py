@@ -481,6 +481,10 @@ def test_compare_page_runs_a_small_grid(tmp_path, monkeypatch):
     assert sorted(set(wb.compare_results()[0]["epsilon"])) == [0.5, 3.16]
     assert any("Comparison finished: 4 runs." in s.value for s in at.success)
     assert "CURATOR-ONLY, not releasable" in texts(at)
+    results = wb.compare_results()[0]
+    best = results[results["epsilon"] == 0.5].sort_values("workload_error").iloc[0]
+    title = "JAM-PGM" if best["mechanism"] == "jam-pgm" else "Public-only"
+    assert f"Lowest mean workload error at ε = 0.5, {title} " in texts(at)
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["CURATOR-ONLY results (Parquet)", "CURATOR-ONLY per-marginal errors (Parquet)"]
     assert "comparison run(s)" in sidebar_text(at)
