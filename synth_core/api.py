@@ -604,15 +604,18 @@ class Synthesizer:
         When the generator is exhausted, ``self.result`` holds the
         :class:`RunResult`.
 
-        ``budget`` (a :class:`~synth_core.budget.BudgetAccount`): the run's rho
-        is reserved in the dataset's account before the data is read (refused
-        with BudgetExceededError when the account's total would be passed),
+        ``budget`` (a :class:`~synth_core.budget.BudgetAccount` of this table:
+        ConfigError for another table's): the run's rho is reserved in the
+        dataset's account before anything is measured (refused with
+        BudgetExceededError when the account's total would be passed),
         settled with what the ledger spent, and summarised in the report's
         ``budget_account`` block.
         """
         if budget is not None:
             from .budget import charged_run
-            yield from charged_run(budget, self, lambda: self.run(
+            if backend == "memory":    # loaded once: the account is checked against its records
+                data, data_name = table_frame(data, data_name)
+            yield from charged_run(budget, self, data, lambda: self.run(
                 data, public, schema=schema, public_flag=public_flag,
                 public_columns=public_columns, data_name=data_name, public_name=public_name,
                 backend=backend, backend_options=backend_options, drop_columns=drop_columns,

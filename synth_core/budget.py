@@ -13,7 +13,9 @@ release after looking at several is a data-dependent choice.
 
 Protocol (one file per dataset, JSON):
 
-- ``reserve(rho, what)`` is called **before** a run reads the private table.
+- ``reserve(rho, what)`` is called **before** a run measures the private table
+  (:func:`charged_run`; a memory run has loaded it, to check that the account
+  is that table's).
   Under an exclusive file lock it re-reads the file and records a reservation
   of ``rho`` if ``spent + rho <= rho_total``; otherwise it raises
   :class:`~synth_core.errors.BudgetExceededError` saying what is left.
@@ -537,15 +539,37 @@ def run_rho(mechanism: str, epsilon: float, delta: float) -> float:
     return rho_from_epsilon_delta(float(epsilon), float(delta))
 
 
-def charged_run(account: BudgetAccount, synth, start):
-    """Run ``start()`` (a ``Synthesizer.run`` generator) charged to ``account``.
+def check_run_table(account: BudgetAccount, data) -> None:
+    """ConfigError unless ``account`` belongs to ``data``, the private table as the run
+    reads it (a loaded DataFrame: its records; a file an engine backend counts: its
+    bytes; a folder or glob of files: nothing to compare). An account charged for
+    another table would leave that table's own total unguarded. An account made
+    under :func:`legacy_table_fingerprint` of this table is re-keyed where it is."""
+    if not isinstance(data, pd.DataFrame) and not Path(data).is_file():
+        return
+    fingerprint = table_fingerprint(data)
+    if (isinstance(data, pd.DataFrame) and fingerprint != account.fingerprint
+            and account.fingerprint == legacy_table_fingerprint(data)):
+        account.rekey(fingerprint)
+    account.check_table(fingerprint, fingerprint_source(data))
 
-    Reserves the run's rho (:func:`run_rho`: its Ledger's total, 0 for a
-    zero-budget mechanism) before ``start`` is called, so a refused run never reads
-    its data; settles with the ledger's spend when the run ends, stops or
-    fails; puts :meth:`BudgetAccount.release_block` in the finished run's
+
+def charged_run(account: BudgetAccount, synth, data, start):
+    """Run ``start()`` (a ``Synthesizer.run`` generator on the private table ``data``)
+    charged to ``account``.
+
+    Checks that the account is ``data``'s (:func:`check_run_table`), then
+    reserves the run's rho (:func:`run_rho`: its Ledger's total, 0 for a
+    zero-budget mechanism) before ``start`` is called, so a refused run never
+    measures its data; settles with the ledger's spend when the run ends, stops
+    or fails; puts :meth:`BudgetAccount.release_block` in the finished run's
     report as ``budget_account``.
     """
+    if not isinstance(account, BudgetAccount):
+        raise ConfigError(f"budget must be a BudgetAccount, not {type(account).__name__}.",
+                          hint="Open the account file with "
+                               "synth_core.budget.BudgetAccount.open(path).")
+    check_run_table(account, data)
     cfg = synth.config
     rho = run_rho(cfg.mechanism, cfg.epsilon, cfg.delta)
     reservation = account.reserve(rho, f"{cfg.mechanism} at epsilon={cfg.epsilon:g}",

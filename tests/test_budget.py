@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from synth_core import Synthesizer, load_sample, synthesize
-from synth_core.budget import BudgetAccount, table_fingerprint
+from synth_core.budget import BudgetAccount, legacy_table_fingerprint, table_fingerprint
 from synth_core.errors import BudgetExceededError, ConfigError
 from synth_core.privacy import cdp_epsilon, rho_from_epsilon_delta
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(rounds=2, fit_iters=10, final_fit_iters=20, seed=0)
 
 
-def account(tmp_path, total=1.0, name="acct.json") -> BudgetAccount:
-    return BudgetAccount.create(tmp_path / name, label="titanic", fingerprint="f" * 64,
+def account(tmp_path, total=1.0, name="acct.json", fingerprint="f" * 64) -> BudgetAccount:
+    return BudgetAccount.create(tmp_path / name, label="titanic", fingerprint=fingerprint,
                                 total_rho=total)
 
 
@@ -198,12 +198,29 @@ def test_a_total_with_an_implausible_delta_is_refused(tmp_path):
     assert not (tmp_path / "a.json").exists()
 
 
-def test_the_api_refuses_before_reading_the_data(tmp_path):
-    acc = account(tmp_path, total=rho_from_epsilon_delta(1.0, 1e-9))
-    missing = tmp_path / "never-read.csv"             # reading it would raise DataError
+def test_the_api_charges_only_the_tables_own_account_and_refuses_before_measuring(tmp_path):
+    """An account given for another table would be charged while the run's own table
+    keeps its whole total: the API checks the account against the table it reads."""
+    s = load_sample("titanic")
+    acc = BudgetAccount.create(tmp_path / "t.json", label="titanic",
+                               fingerprint=table_fingerprint(s.private), epsilon=1.0, delta=1e-9)
     with pytest.raises(BudgetExceededError):
-        list(Synthesizer("aim", epsilon=2.0, **FAST).run(missing, budget=acc))
-    assert acc.history() == []
+        list(Synthesizer("aim", epsilon=2.0, **FAST).run(s.private, schema=s.schema, budget=acc))
+    with pytest.raises(ConfigError, match="belongs to another table"):
+        list(Synthesizer("aim", epsilon=0.5, **FAST).run(s.public, schema=s.schema, budget=acc))
+    s.private.to_csv(tmp_path / "private.csv", index=False)   # the same table as a file
+    assert synthesize(tmp_path / "private.csv", schema=s.schema, mechanism="mwem-pgm",
+                      epsilon=0.5, budget=acc, **FAST).report["budget_account"]
+    with pytest.raises(ConfigError, match="budget must be a BudgetAccount") as err:
+        list(Synthesizer("aim", epsilon=0.5, **FAST).run(s.private, budget=str(acc.path)))
+    assert "BudgetAccount.open" in err.value.hint
+    assert [h["mechanism"] for h in acc.history()] == ["mwem-pgm"]
+    # an account made under the fingerprint of older versions is the table's, re-keyed
+    legacy = BudgetAccount.create(tmp_path / "old.json", label="titanic", epsilon=1.0,
+                                  delta=1e-9, fingerprint=legacy_table_fingerprint(s.private))
+    synthesize(s.private, schema=s.schema, mechanism="mwem-pgm", epsilon=0.5, budget=legacy,
+               **FAST)
+    assert BudgetAccount.open(tmp_path / "old.json").fingerprint == acc.fingerprint
 
 
 def test_the_report_carries_the_account_and_no_fingerprint(tmp_path):
@@ -231,7 +248,7 @@ def test_the_report_carries_the_account_and_no_fingerprint(tmp_path):
 
 def test_a_stopped_run_returns_its_unspent_reservation(tmp_path):
     s = load_sample("titanic")
-    acc = account(tmp_path, total=10.0)
+    acc = account(tmp_path, total=10.0, fingerprint=table_fingerprint(s.private))
     synth = Synthesizer("jam-pgm", epsilon=1.0, rounds=5, fit_iters=10, final_fit_iters=20, seed=0)
     gen = synth.run(s.private, s.public, schema=s.schema, budget=acc)
     next(gen)

@@ -78,13 +78,14 @@ def test_a_workload_marginal_too_large_to_count_is_refused_before_the_run(tmp_pa
     import pandas as pd
 
     from synth_core import Synthesizer
-    from synth_core.budget import BudgetAccount
+    from synth_core.budget import BudgetAccount, table_fingerprint
     from synth_core.workload import MAX_MARGINAL_CELLS
     n = 100_000
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"id": np.arange(n).astype(str), "city": rng.integers(0, 5_000, n).astype(str),
                        "grp": rng.choice(["a", "b"], n)})
-    acc = BudgetAccount.create(tmp_path / "a.json", label="t", fingerprint="f", total_rho=1.0)
+    acc = BudgetAccount.create(tmp_path / "a.json", label="t", fingerprint=table_fingerprint(df),
+                               total_rho=1.0)
     synth = Synthesizer("aim", epsilon=1.0, workload="all-2way", seed=0)
     with pytest.raises(WorkloadError, match=r"id × city has 500,000,000 cells") as err:
         list(synth.run(df, categorical_columns=["id", "city", "grp"], budget=acc))
