@@ -14,6 +14,7 @@ import json
 import math
 import numbers
 import secrets
+import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field, replace
@@ -57,6 +58,22 @@ MAX_ROUNDS = 100_000
 
 class RunWarning(UserWarning):
     """Something the user should know about a finished run (also listed in the report)."""
+
+
+#: this package's folder: frames in it are not the user's code
+_PACKAGE_DIR = str(Path(__file__).resolve().parent) + "/"
+
+
+def warn_run(message: str) -> None:
+    """Warn (:class:`RunWarning`) at the user's line: the first frame outside this
+    package, however many of its frames lie between (``fit`` over ``run``, a sweep
+    over its jobs), so the warning names the user's code, and Python's
+    once-per-line filter tells the user's call sites apart. Called from within
+    the package only (a thread the package started: at the caller's line)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, RunWarning, stacklevel=level if frame is not None else 2)
 
 
 def _is_real(value) -> bool:
@@ -382,7 +399,7 @@ class RunResult:
                                               (diagnostics, "diagnostics")) if p is not None]
         check_outputs(out=out, report=report, diagnostics=diagnostics)
         if self.report["privacy"].get("seeded") and (out is not None or report is not None):
-            warnings.warn(SEEDED_WRITE_WARNING, RunWarning, stacklevel=2)
+            warn_run(SEEDED_WRITE_WARNING)
         contents = {"synthetic data": lambda p: table_bytes(p, self.synthetic),
                     "report": lambda p: json_bytes(self.report),
                     "diagnostics": lambda p: json_bytes(self.curator_payload())}
@@ -669,7 +686,7 @@ class Synthesizer:
             codes, synthetic = shuffled_records(rng, codes, synthetic)
         run_warnings = mechanism.run_warnings() + input_warnings(cfg.mechanism, inputs)
         for message in run_warnings:
-            warnings.warn(message, RunWarning, stacklevel=2)
+            warn_run(message)
         if not mechanism.capabilities.public_rows:
             inputs.public_label = None  # given but unused: not part of the release's claims
         report = self._report(inputs, workload, engine, rho, seeded, len(synthetic))

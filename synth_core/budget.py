@@ -52,7 +52,7 @@ import pandas as pd
 from .errors import BudgetExceededError, ConfigError
 from .privacy import cdp_epsilon, check_delta_plausible, rho_from_epsilon_delta
 from .report import atomic_write_bytes, check_release
-from .tables import check_unique_columns, record_hashes
+from .tables import check_column_names, record_hashes
 
 ACCOUNT_FORMAT = "synth-budget-account/1"
 #: relative slack on the cap for floating-point sums of rho (as the run Ledger's)
@@ -82,7 +82,7 @@ def table_fingerprint(data) -> str:
         return h.hexdigest()
     if not isinstance(data, pd.DataFrame):
         raise ConfigError(f"Cannot fingerprint a {type(data).__name__}; give a DataFrame or a path.")
-    check_unique_columns(data, "the table")
+    check_column_names(data, "the table")
     names = sorted(data.columns, key=str)
     h.update(json.dumps({"format": CONTENT_FINGERPRINT, "columns": list(map(str, names)),
                          "rows": int(len(data))}).encode("utf-8"))

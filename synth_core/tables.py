@@ -585,9 +585,18 @@ class PublicInfo:
 # ---------------------------------------------------------------- columns
 
 
-def check_unique_columns(df: pd.DataFrame, label: str) -> None:
-    """DataError naming the column names that ``df`` (called ``label``) holds twice."""
-    names = [str(c) for c in df.columns]
+def check_column_names(df: pd.DataFrame, label: str) -> None:
+    """DataError unless every column name of ``df`` (called ``label``) is text and
+    distinct; the error names the others."""
+    untyped = [c for c in df.columns if not isinstance(c, str)]
+    if untyped:
+        raise DataError(f"{label} has column names that are not text: "
+                        f"{_show_list(untyped)} (a table read without its header "
+                        "row, or built from an array?).",
+                        hint="Name every column with text, e.g. df.columns = "
+                             "[str(c) for c in df.columns], or read the file with its header "
+                             "row.", column=str(untyped[0]))
+    names = list(df.columns)
     doubled = list(dict.fromkeys(n for n in names if names.count(n) > 1))
     if doubled:
         raise DataError(f"{label} has duplicated column names: {_show_list(doubled)}.",

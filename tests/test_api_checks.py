@@ -81,6 +81,36 @@ def test_repeated_column_names_are_named():
         synthesize(table(), df, schema=dict(SIZES), **{**QUICK, "mechanism": "jam-pgm"})
 
 
+def test_column_names_that_are_not_text_are_named_with_the_fix():
+    """A frame read with header=None or built from an array has integer column names;
+    the error that lists columns missing from the schema used to crash on them."""
+    numbered = table().set_axis(range(3), axis=1)
+    for kwargs in ({}, {"schema": {"0": 3, "1": 2, "2": 2}}):
+        with pytest.raises(DataError, match="column names that are not text: 0, 1, 2") as info:
+            synthesize(numbered, **kwargs, **QUICK)
+        assert "str(c)" in info.value.hint and info.value.column == "0"
+    with pytest.raises(DataError, match="public table has column names that are not text"):
+        synthesize(table(), numbered, schema=dict(SIZES), **{**QUICK, "mechanism": "jam-pgm"})
+
+
+def test_run_warnings_name_the_users_line_through_every_entry_point():
+    """A RunWarning points at the caller's code, not at the package's lines between
+    (fit over run): else every call site shows the same library line and Python's
+    once-per-line filter merges them."""
+    import warnings
+
+    from synth_core import Synthesizer
+    from synth_core.api import RunWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synthesize(table(), **QUICK)                       # fit inside synthesize
+        for _ in Synthesizer(**QUICK).run(table()):         # the generator itself
+            pass
+    found = [w for w in caught if issubclass(w.category, RunWarning)]
+    assert len(found) >= 2 and "domain was read off the private table" in str(found[0].message)
+    assert {Path(w.filename).resolve() for w in found} == {Path(__file__).resolve()}
+
+
 def test_a_column_missing_from_the_public_rows_is_an_error():
     with pytest.raises(DataError, match="'c'.*not in the public rows") as info:
         synthesize(table(), table(60, 1, ("a", "b")), **{**QUICK, "mechanism": "jam-pgm"})

@@ -36,7 +36,7 @@ from ..errors import ConfigError, DataError, SchemaError
 from ..marginals import CodedTable
 from ..schema import Schema, declared_schema, infer_schema
 from ..tables import (PublicInfo, PublicRows, check_drop_columns, check_no_column_lost,
-                      check_unique_columns, load_table, private_as_public_error,
+                      check_column_names, load_table, private_as_public_error,
                       without_dropped)
 from .base import Backend, MarginalCounter
 
@@ -169,7 +169,7 @@ def _public_table(public) -> tuple[pd.DataFrame, str | None]:
     """The public table (a DataFrame, or a file loaded whole) and its default name
     (a file's name; none for a DataFrame)."""
     if isinstance(public, pd.DataFrame):
-        check_unique_columns(public, "the public table")
+        check_column_names(public, "the public table")
         return public, None
     if isinstance(public, (str, Path)):
         return load_table(public), Path(public).name

@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import DataError
 from ..marginals import CodedTable
 from ..schema import Schema, infer_schema
-from ..tables import PublicRows, check_unique_columns, load_table, same_records
+from ..tables import PublicRows, check_column_names, load_table, same_records
 from .base import FlagSummary, MarginalCounter
 
 
@@ -47,7 +47,7 @@ class MemoryBackend:
 
     def __init__(self, source, *, name: str | None = None, **options):
         if isinstance(source, pd.DataFrame):
-            check_unique_columns(source, "the private table")
+            check_column_names(source, "the private table")
             self.frame, label = source, "private table"
         elif isinstance(source, (str, Path)):
             self.frame, label = load_table(source), Path(source).name
