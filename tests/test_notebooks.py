@@ -92,6 +92,13 @@ def test_three_bundled_notebooks_are_stored_clean():
         assert "/work/" not in text and "/home/" not in text and "C:\\\\" not in text
 
 
+def check_charts_offline(nb) -> None:
+    """Charts are drawn in the notebook (SVG): none loads scripts from the internet,
+    so they show on an air-gapped machine and in a saved notebook."""
+    assert any(texts(nb, "image/svg+xml")), "no chart drawn as SVG"
+    assert not any("cdn.jsdelivr" in h or "<script" in h for h in texts(nb, "text/html"))
+
+
 def scratch_left(scratch: Path) -> list[str]:
     """What a bundled notebook left in its kernel's temporary folder (its scratch
     folders are named ``synth-*``; the release files and the curator-only result
@@ -112,6 +119,7 @@ def test_quickstart_runs_and_keeps_curator_values_apart(tmp_path):
     assert any("round 8 of 8" in h for h in html)       # the live bar, updated to the end
     assert "'repeat.ipynb', 'report.json', 'synthetic.csv'" in "".join(texts(nb))
     assert "- still there: False" in "".join(texts(nb)) and scratch_left(scratch) == []
+    check_charts_offline(nb)
 
 
 @pytest.mark.slow
@@ -129,6 +137,7 @@ def test_teaching_and_compare_notebooks_run(tmp_path, index, printed, html):
         assert text in "".join(texts(nb))
     for text in html:
         assert any(text in h for h in texts(nb, "text/html"))
+    check_charts_offline(nb)
 
 
 # ---------------------------------------------------------------- literals and recipes
