@@ -47,15 +47,24 @@ def budget_section(wb) -> None:
         st.warning(f"This session's runs have already spent ρ = {spent:.4g} (ε = "
                    f"{cdp_epsilon(spent, wb.settings.delta):.3g} at δ = {wb.settings.delta:g}) "
                    "on this table. A total counts them, so it must be above that.", icon=":material/history:")
-    with st.form("budget_form"):
+    # a total is set for good: Enter in a field does not submit, no total is proposed, and
+    # the button needs the box that says so ticked
+    with st.form("budget_form", enter_to_submit=False):
         c1, c2, c3 = st.columns([2, 1, 1])
         label = c1.text_input("Label", value=wb.data_name or "data", key="budget_label")
-        eps = c2.number_input("Total ε", min_value=0.01, max_value=1000.0, value=10.0,
-                              key="budget_eps")
+        eps = c2.number_input("Total ε", min_value=0.01, max_value=1000.0, value=None,
+                              placeholder="e.g. 3", key="budget_eps")
         delta = c3.selectbox("δ", list(DELTA_GRID), key="budget_delta",
                              index=list(DELTA_GRID).index(wb.settings.delta)
                              if wb.settings.delta in DELTA_GRID else 0)
+        sure = st.checkbox("I understand that this total cannot be changed or removed from the "
+                           "app once set.", key="budget_sure")
         go = st.form_submit_button("Set total budget")
-    if go and attempt(wb.set_dataset_budget, eps, delta, label=label):
+    if go and eps is None:
+        st.error("Type the table's total ε first.", icon=":material/edit:")
+    elif go and not sure:
+        st.error(f"Tick the box to set ε = {eps:g} at δ = {delta:g} as this table's total for "
+                 "good.", icon=":material/lock:")
+    elif go and attempt(wb.set_dataset_budget, eps, delta, label=label):
         flash(f"Total budget of '{label}' set: ε = {eps:g} at δ = {delta:g}.")
         st.rerun()

@@ -15,7 +15,7 @@ from synth_core.side_by_side import WORKLOAD_ERROR_SCALE
 from synth_core.whatif import NOT_PREDICTED, STANDINS, ranking_note
 from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
-from synth_core.workbench.what_if import what_if_plan
+from synth_core.workbench.what_if import ASSUMED_N_RANGE, DEFAULT_ASSUMED_N, what_if_plan
 
 POLL_SECONDS = 1.0
 
@@ -41,7 +41,8 @@ def whatif_section(wb) -> None:
     if wb.what_if_needs_assumed_n():
         assumed = st.number_input(
             "Rows to assume (unbounded DP: the private row count is not public)",
-            min_value=10, max_value=10_000_000, value=1000, step=100, key="wi_assumed_n")
+            min_value=ASSUMED_N_RANGE[0], max_value=ASSUMED_N_RANGE[1], value=DEFAULT_ASSUMED_N,
+            step=100, key="wi_assumed_n")
     cost_preview(wb, mechs, eps, int(seeds))
     go = st.button("Start what-if", disabled=wb.whatif.running, key="wi_go")
     if go:

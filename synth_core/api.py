@@ -36,7 +36,7 @@ from .mechanisms import MECHANISMS, check_options, make_mechanism, resolve_fit_i
 from .mechanisms.query_release import QueryReleaseLoop
 from .runtime import require_packages
 from .model import FittedModel
-from .privacy import (Ledger, Neighbours, check_delta_plausible, resolve_mode,
+from .privacy import (Guarantee, Ledger, Neighbours, check_delta_plausible, resolve_mode,
                       rho_from_epsilon_delta)
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
@@ -73,7 +73,8 @@ def warn_run(message: str) -> None:
     frame, level = sys._getframe(1), 2
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, RunWarning, stacklevel=level if frame is not None else 2)
+    in_thread = frame is None or frame.f_globals.get("__name__") == "threading"
+    warnings.warn(message, RunWarning, stacklevel=2 if in_thread else level)
 
 
 def _is_real(value) -> bool:
@@ -169,6 +170,15 @@ class RunConfig:
         return replace(self, rounds=options.pop("rounds", self.rounds),
                        max_model_size=options.pop("max_model_size", self.max_model_size),
                        options=options)
+
+    def guarantee(self, public_columns: Sequence[str] = ()) -> Guarantee:
+        """What a run of this configuration states its rho under: the neighbour
+        relation, and the public columns (``public_columns``, as given to
+        :meth:`Synthesizer.run`, with the ``public_columns`` option). A table's budget
+        account adds up only runs its own guarantee covers
+        (:class:`~synth_core.privacy.Guarantee`)."""
+        return Guarantee(self.neighbours,
+                         _public_columns(public_columns, self.options.get("public_columns")))
 
     def mechanism_options(self) -> dict:
         """The options the mechanism is built with: :attr:`options`, plus the run's
@@ -632,7 +642,8 @@ class Synthesizer:
             from .budget import charged_run
             if backend == "memory":    # loaded once: the account is checked against its records
                 data, data_name = table_frame(data, data_name)
-            yield from charged_run(budget, self, data, lambda: self.run(
+            yield from charged_run(budget, self, data, self.config.guarantee(public_columns),
+                                   lambda: self.run(
                 data, public, schema=schema, public_flag=public_flag,
                 public_columns=public_columns, data_name=data_name, public_name=public_name,
                 backend=backend, backend_options=backend_options, drop_columns=drop_columns,

@@ -49,8 +49,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import BudgetExceededError, ConfigError
-from .privacy import cdp_epsilon, check_delta_plausible, rho_from_epsilon_delta
+from .errors import BudgetExceededError, ConfigError, GuaranteeMismatchError
+from .privacy import Guarantee, cdp_epsilon, check_delta_plausible, rho_from_epsilon_delta
 from .report import atomic_write_bytes, check_release
 from .tables import check_column_names, record_hashes
 
@@ -137,6 +137,9 @@ class BudgetCharge:
     rho_spent: float | None = None     # None while the run is open (counts as reserved)
     time: str = ""
     settled_time: str | None = None
+    #: what the run's rho is stated under (:meth:`Guarantee.to_json`; None in accounts
+    #: made before guarantees were recorded)
+    guarantee: dict | None = None
 
     @property
     def counted(self) -> float:
@@ -159,6 +162,14 @@ def _is_rho(value) -> bool:
         math.isfinite(value) and value >= 0
 
 
+def _is_guarantee(value) -> bool:
+    try:
+        Guarantee.from_json(value)
+    except (ConfigError, KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
 def _damage(state: dict) -> str | None:
     """What makes an account's state unusable (None when it is sound): a total that
     is not a finite positive rho (NaN compares false with everything, so a NaN
@@ -172,6 +183,8 @@ def _damage(state: dict) -> str | None:
     if cap is not None and not (isinstance(cap, dict) and all(
             cap.get(k) is None or (_is_rho(cap[k]) and cap[k] > 0) for k in ("epsilon", "delta"))):
         return f"its cap is {cap!r}, not an epsilon and a delta"
+    if state.get("guarantee") is not None and not _is_guarantee(state["guarantee"]):
+        return f"its guarantee is {state['guarantee']!r}, not a neighbour relation"
     charges = state.get("charges")
     if not isinstance(charges, list):
         return "its charges are not a list"
@@ -265,9 +278,12 @@ class BudgetAccount:
     @classmethod
     def create(cls, path, *, label: str, fingerprint: str, total_rho: float | None = None,
                epsilon: float | None = None, delta: float | None = None,
-               fingerprint_of: str | None = None) -> "BudgetAccount":
+               fingerprint_of: str | None = None,
+               guarantee: Guarantee | None = None) -> "BudgetAccount":
         """A new account at ``path`` for the table with ``fingerprint``
-        (``fingerprint_of``: what was hashed, :func:`fingerprint_source`).
+        (``fingerprint_of``: what was hashed, :func:`fingerprint_source`), its total
+        stated under ``guarantee`` (None: under the guarantee of the first run that
+        spends, :meth:`refuse_unless_covered`).
 
         The cap is ``total_rho``, or ``rho_from_epsilon_delta(epsilon, delta)``
         (the largest rho whose exact conversion gives (epsilon, delta)-DP).
@@ -289,7 +305,8 @@ class BudgetAccount:
             "format": ACCOUNT_FORMAT, "label": str(label), "fingerprint": str(fingerprint),
             "fingerprint_of": fingerprint_of, "total_rho": total_rho,
             "cap": {"epsilon": epsilon, "delta": delta} if epsilon is not None else None,
-            "created": _now(), "charges": []})
+            "created": _now(), "charges": [],
+            **({"guarantee": guarantee.to_json()} if guarantee is not None else {})})
         try:
             account.lock_path.parent.mkdir(parents=True, exist_ok=True)
             lock = open(account.lock_path, "a+b")
@@ -441,21 +458,55 @@ class BudgetAccount:
 
     # ---------------------------------------------------------------- charging
 
-    def reserve(self, rho: float, what: str, *, mechanism: str = "",
+    @property
+    def guarantee(self) -> Guarantee | None:
+        """What the total is stated under: the guarantee of the first run that spent on
+        the table (None before one did)."""
+        state = self._state.get("guarantee")
+        return None if state is None else Guarantee.from_json(state)
+
+    def refuse_unless_covered(self, guarantee: Guarantee, what: str) -> None:
+        """GuaranteeMismatchError unless a run stated under ``guarantee`` is covered by the total
+        (:meth:`Guarantee.refusal_under`): rho adds up only under one relation."""
+        total = self.guarantee
+        reason = None if total is None else guarantee.refusal_under(total)
+        if reason is not None:
+            raise GuaranteeMismatchError(
+                f"Refused: {what} is stated under {guarantee.text()}, and the dataset "
+                f"'{self.label}' counts its total budget under {total.text()} (the relation "
+                f"of its first run): {reason}.",
+                hint=f"Run under the total's relation ({{neighbours}} {total.neighbours}, "
+                     f"{{public_columns}} at most {', '.join(total.public_columns) or 'none'}).",
+                path=str(self.path))
+
+    def _charge(self, rho: float, what: str, mechanism: str, guarantee: Guarantee,
+                spent: float | None) -> BudgetCharge:
+        """Append a charge (under the lock); the first that spends sets the total's guarantee."""
+        if rho > 0:
+            self.refuse_unless_covered(guarantee, what)
+            self._state.setdefault("guarantee", guarantee.to_json())
+        now = _now()
+        charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
+                              str(mechanism), str(what), rho, spent, now,
+                              now if spent is not None else None, guarantee.to_json())
+        self._state["charges"].append(asdict(charge))
+        self._write()
+        return charge
+
+    def reserve(self, rho: float, what: str, *, guarantee: Guarantee, mechanism: str = "",
                 delta: float | None = None) -> BudgetCharge:
-        """Reserve ``rho`` for a run about to start (under the file lock).
+        """Reserve ``rho`` for a run about to start, stated under ``guarantee`` (under
+        the file lock).
 
         Raises BudgetExceededError, naming what is left, when
-        ``spent + rho > total_rho``; nothing is recorded then.
+        ``spent + rho > total_rho``, and GuaranteeMismatchError when the total is stated under
+        a relation that does not cover the run (:meth:`refuse_unless_covered`);
+        nothing is recorded then.
         """
         rho = _check_rho(rho, "A run's budget")
         with self._locked():
             self.refuse_unless_fits(rho, what, delta)
-            charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
-                                  str(mechanism), str(what), rho, None, _now())
-            self._state["charges"].append(asdict(charge))
-            self._write()
-        return charge
+            return self._charge(rho, what, mechanism, guarantee, None)
 
     def settle(self, reservation: BudgetCharge, spent: float) -> BudgetCharge:
         """Record what a reserved run spent (``0 <= spent <= reserved``); the rest returns."""
@@ -476,18 +527,16 @@ class BudgetAccount:
             self._write()
         return BudgetCharge(**entry)
 
-    def record_spent(self, rho: float, what: str, *, mechanism: str = "") -> BudgetCharge:
+    def record_spent(self, rho: float, what: str, *, guarantee: Guarantee,
+                     mechanism: str = "") -> BudgetCharge:
         """Record budget already spent on the table outside the account (runs that
-        ended before it existed). It is counted whatever the total: spending
-        happened, so the account may be left with nothing."""
+        ended before it existed), stated under ``guarantee``. It is counted whatever
+        the total: spending happened, so the account may be left with nothing; a
+        guarantee the total's does not cover is refused (GuaranteeMismatchError) all the same,
+        since the total would not bound it."""
         rho = _check_rho(rho, "Spent budget")
         with self._locked():
-            now = _now()
-            charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
-                                  str(mechanism), str(what), rho, rho, now, now)
-            self._state["charges"].append(asdict(charge))
-            self._write()
-        return charge
+            return self._charge(rho, what, mechanism, guarantee, rho)
 
     # ---------------------------------------------------------------- views
 
@@ -519,7 +568,9 @@ class BudgetAccount:
             before.append(c.counted)
         this = run.counted
         spent_before = math.fsum(before)
+        guarantee = self.guarantee
         return {"label": self.label, "total_rho": self.total_rho,
+                "guarantee": None if guarantee is None else guarantee.text(),
                 "spent_before_rho": spent_before, "this_run_rho": this,
                 "remaining_rho": max(0.0, self.total_rho - spent_before - this),
                 "composition": "rho-zCDP adds over runs; the total counts every run on this "
@@ -554,9 +605,9 @@ def check_run_table(account: BudgetAccount, data) -> None:
     account.check_table(fingerprint, fingerprint_source(data))
 
 
-def charged_run(account: BudgetAccount, synth, data, start):
-    """Run ``start()`` (a ``Synthesizer.run`` generator on the private table ``data``)
-    charged to ``account``.
+def charged_run(account: BudgetAccount, synth, data, guarantee: Guarantee, start):
+    """Run ``start()`` (a ``Synthesizer.run`` generator on the private table ``data``,
+    its rho stated under ``guarantee``) charged to ``account``.
 
     Checks that the account is ``data``'s (:func:`check_run_table`), then
     reserves the run's rho (:func:`run_rho`: its Ledger's total, 0 for a
@@ -573,7 +624,7 @@ def charged_run(account: BudgetAccount, synth, data, start):
     cfg = synth.config
     rho = run_rho(cfg.mechanism, cfg.epsilon, cfg.delta)
     reservation = account.reserve(rho, f"{cfg.mechanism} at epsilon={cfg.epsilon:g}",
-                                  mechanism=cfg.mechanism, delta=cfg.delta)
+                                  guarantee=guarantee, mechanism=cfg.mechanism, delta=cfg.delta)
     synth.engine = synth.result = None
     try:
         yield from start()

@@ -426,7 +426,8 @@ def _add_whatif_parser(sub) -> None:
                            "or independent (default: the best the public information allows, "
                            "in that order)")
     what.add_argument("--assumed-n", type=int, metavar="N",
-                      help="unbounded DP without public rows: the row count to assume")
+                      help="unbounded DP without public rows: the row count to assume, "
+                           "10 to 10,000,000 (default 1,000)")
     settings = p.add_argument_group("run settings (as for synth run)")
     settings.add_argument("--workload", help="default: all-3way")
     settings.add_argument("--delta", type=float, help="default: 1e-9")

@@ -103,5 +103,11 @@ class BudgetExceededError(SynthError):
     """A charge would take the ledger beyond its total privacy budget."""
 
 
+class GuaranteeMismatchError(BudgetExceededError):
+    """Refused by a table's budget account: its total is stated under a neighbour
+    relation (or set of public columns) that does not cover the run
+    (:class:`synth_core.privacy.Guarantee`)."""
+
+
 class ConfigError(SynthError):
     """A mechanism or run option is invalid."""

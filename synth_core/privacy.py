@@ -170,6 +170,74 @@ class Neighbours(str, Enum):
             ) from None
 
 
+@dataclass(frozen=True)
+class Guarantee:
+    """What a run's rho is stated under: the neighbour relation and the columns
+    treated as public for every record (the guarantee protects the others).
+
+    Runs on one table compose by adding their rho only when each is stated under
+    the relation the total is stated under, or under one with fewer neighbouring
+    pairs. A run that treats columns ``P`` as public is rho-zCDP for every pair of
+    tables that differ in one record's values outside ``P``; those pairs include
+    every pair differing outside any ``P' >= P``, so it is rho-zCDP under ``P'``
+    too (:meth:`refusal_under` admits it). The converse fails: a run that treats
+    more columns as public releases them without noise. A bounded run publishes
+    the number of records, which no add/remove-one guarantee covers; an unbounded
+    run is only ``4 rho``-zCDP under replace-one (group privacy over the removal
+    and the addition), so it is refused too rather than charged a different rho.
+    """
+
+    neighbours: str
+    public_columns: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "neighbours", Neighbours.parse(self.neighbours).value)
+        object.__setattr__(self, "public_columns", tuple(sorted(set(map(str, self.public_columns)))))
+
+    def to_json(self) -> dict:
+        return {"neighbours": self.neighbours, "public_columns": list(self.public_columns)}
+
+    @classmethod
+    def from_json(cls, state: dict) -> "Guarantee":
+        return cls(state["neighbours"], tuple(state.get("public_columns") or ()))
+
+    def text(self) -> str:
+        """In words: "bounded DP (replace one record)", and the public columns."""
+        relation = ("bounded DP (replace one record)" if self.neighbours == "bounded"
+                    else "unbounded DP (add or remove one record)")
+        if self.public_columns:
+            relation += f", columns {', '.join(self.public_columns)} public"
+        return relation
+
+    def refusal_under(self, total: "Guarantee") -> str | None:
+        """Why a run stated under this guarantee is not covered by a total stated under
+        ``total`` (None: it is, at its own rho)."""
+        if self.neighbours != total.neighbours:
+            if total.neighbours == "unbounded":
+                return ("this run is bounded (replace one record): its report publishes the "
+                        "number of records, which no total under add or remove one record "
+                        "covers")
+            return ("this run's rho is stated under add or remove one record; under replace "
+                    "one record (the total's relation) it would cost up to 4 times as much")
+        extra = [c for c in self.public_columns if c not in total.public_columns]
+        if extra:
+            return (f"this run treats {', '.join(extra)} as public too: it would release "
+                    f"{'that column' if len(extra) == 1 else 'those columns'} without noise, "
+                    "which the total does not cover")
+        return None
+
+    @staticmethod
+    def widest(guarantees) -> "Guarantee | None":
+        """The one guarantee under which all of ``guarantees`` are covered (same
+        relation, the union of their public columns); None when their neighbour
+        relations differ (or there are none)."""
+        guarantees = list(guarantees)
+        if not guarantees or len({g.neighbours for g in guarantees}) > 1:
+            return None
+        return Guarantee(guarantees[0].neighbours,
+                         tuple(c for g in guarantees for c in g.public_columns))
+
+
 # --------------------------------------------------------------------------
 # Costs of the building blocks
 # --------------------------------------------------------------------------

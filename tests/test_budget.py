@@ -15,13 +15,14 @@ import pytest
 from synth_core import Synthesizer, load_sample, synthesize
 from synth_core.budget import BudgetAccount, legacy_table_fingerprint, table_fingerprint
 from synth_core.errors import BudgetExceededError, ConfigError
-from synth_core.privacy import cdp_epsilon, rho_from_epsilon_delta
+from synth_core.privacy import Guarantee, cdp_epsilon, rho_from_epsilon_delta
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
 from synth_core.workbench import Workbench
 from synth_core.workbench.budget import budget_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(rounds=2, fit_iters=10, final_fit_iters=20, seed=0)
+BOUNDED = Guarantee("bounded")
 
 
 def account(tmp_path, total=1.0, name="acct.json", fingerprint="f" * 64) -> BudgetAccount:
@@ -31,15 +32,15 @@ def account(tmp_path, total=1.0, name="acct.json", fingerprint="f" * 64) -> Budg
 
 def test_reserve_refuses_at_the_cap_and_says_what_is_left(tmp_path):
     acc = account(tmp_path, total=1.0)
-    a = acc.reserve(0.4, "run A")
+    a = acc.reserve(0.4, "run A", guarantee=BOUNDED)
     acc.settle(a, 0.25)                               # the unspent 0.15 returns
-    b = acc.reserve(0.5, "run B")                     # open: counts as reserved
+    b = acc.reserve(0.5, "run B", guarantee=BOUNDED)                     # open: counts as reserved
     assert acc.spent == pytest.approx(0.75) and acc.remaining == pytest.approx(0.25)
     with pytest.raises(BudgetExceededError) as exc:
-        acc.reserve(0.3, "run C")
+        acc.reserve(0.3, "run C", guarantee=BOUNDED)
     assert "rho = 0.25 of 1" in str(exc.value) and "run C" in str(exc.value)
     assert len(acc.history()) == 2                    # nothing recorded on a refusal
-    acc.reserve(0.25, "run D")                        # exactly the rest fits
+    acc.reserve(0.25, "run D", guarantee=BOUNDED)                        # exactly the rest fits
     with pytest.raises(ConfigError):
         acc.settle(b, 0.6)                            # never more than reserved
     acc.settle(b, 0.5)
@@ -58,12 +59,13 @@ def test_total_in_epsilon_delta_is_the_exact_conversion(tmp_path):
 
 def test_the_account_survives_a_restart_in_another_process(tmp_path):
     acc = account(tmp_path, total=1.0)
-    acc.settle(acc.reserve(0.6, "run A", mechanism="aim"), 0.6)
+    acc.settle(acc.reserve(0.6, "run A", mechanism="aim", guarantee=BOUNDED), 0.6)
     script = ("import sys; from synth_core.budget import BudgetAccount\n"
+              "from synth_core.privacy import Guarantee\n"
               "a = BudgetAccount.open(sys.argv[1])\n"
-              "try:\n    a.reserve(0.5, 'too much')\nexcept Exception as e:\n"
+              "try:\n    a.reserve(0.5, 'too much', guarantee=Guarantee('bounded'))\nexcept Exception as e:\n"
               "    print(type(e).__name__)\n"
-              "a.reserve(0.3, 'fits')\nprint(round(a.spent, 9))\n")
+              "a.reserve(0.3, 'fits', guarantee=Guarantee('bounded'))\nprint(round(a.spent, 9))\n")
     out = subprocess.run([sys.executable, "-c", script, str(acc.path)], capture_output=True,
                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
@@ -82,7 +84,7 @@ def test_concurrent_reservations_cannot_pass_the_cap(tmp_path):
         mine = BudgetAccount.open(acc.path)           # each session opens its own handle
         for _ in range(10):
             try:
-                wins.append(mine.reserve(0.1, "thread"))
+                wins.append(mine.reserve(0.1, "thread", guarantee=BOUNDED))
             except BudgetExceededError:
                 losses.append(1)
 
@@ -99,9 +101,10 @@ def test_concurrent_reservations_cannot_pass_the_cap(tmp_path):
 def test_concurrent_processes_cannot_pass_the_cap(tmp_path):
     acc = account(tmp_path, total=1.0)
     script = ("import sys; from synth_core.budget import BudgetAccount\n"
+              "from synth_core.privacy import Guarantee\n"
               "from synth_core.errors import BudgetExceededError\n"
               "a = BudgetAccount.open(sys.argv[1]); n = 0\n"
-              "for _ in range(15):\n    try:\n        a.reserve(0.1, 'p'); n += 1\n"
+              "for _ in range(15):\n    try:\n        a.reserve(0.1, 'p', guarantee=Guarantee('bounded')); n += 1\n"
               "    except BudgetExceededError:\n        pass\nprint(n)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", script, str(acc.path)], env=env,
@@ -148,7 +151,7 @@ def test_an_account_made_under_the_old_fingerprint_is_re_keyed_and_keeps_its_his
     assert old != table_fingerprint(df)
     acc = BudgetAccount.create(budget_path(old), label="titanic", fingerprint=old,
                                fingerprint_of="table content", epsilon=3.0, delta=1e-9)
-    acc.record_spent(0.25, "an earlier run")
+    acc.record_spent(0.25, "an earlier run", guarantee=BOUNDED)
     assert run_account(df.iloc[::-1], label="titanic") is None  # the old key is row order's
     found = run_account(df, label="titanic")
     assert found is not None and found.spent == pytest.approx(0.25)
@@ -158,7 +161,7 @@ def test_an_account_made_under_the_old_fingerprint_is_re_keyed_and_keeps_its_his
     # a --budget-file account is re-keyed where it is
     own = BudgetAccount.create(tmp_path / "own.json", label="t", fingerprint=old,
                                fingerprint_of="table content", epsilon=3.0, delta=1e-9)
-    own.record_spent(0.5, "before")
+    own.record_spent(0.5, "before", guarantee=BOUNDED)
     found.path.unlink()                                        # no workbench account now
     opened = run_account(df, budget_file=own.path, label="t")
     assert opened.path == own.path and opened.spent == pytest.approx(0.5)
@@ -379,10 +382,19 @@ def test_the_data_page_sets_the_total_and_the_run_page_refuses_past_it(tmp_path,
     monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
     at = go(load_titanic(new_app()), "app_pages/data.py")
     assert "Table's total budget:** not set" in sidebar_text(at)
+    set_total = lambda: at.button[[b.label for b in at.button].index(  # noqa: E731
+        "Set total budget")].click().run()
+    set_total()                                  # no total is proposed
+    assert errors(at) == ["Type the table's total ε first."]
     at.number_input(key="budget_eps").set_value(0.5)
-    at.button[[b.label for b in at.button].index("Set total budget")].click().run()
-    assert not at.exception and not errors(at)
+    set_total()                                  # set for good only once the box is ticked
+    assert errors(at) == ["Tick the box to set ε = 0.5 at δ = 1e-09 as this table's total "
+                          "for good."]
     wb = at.session_state["wb"]
+    assert wb.dataset_budget() is None
+    at.checkbox(key="budget_sure").check()
+    set_total()
+    assert not at.exception and not errors(at)
     assert wb.dataset_budget().total_rho == rho_from_epsilon_delta(0.5, wb.settings.delta)
     assert "0 of" in sidebar_text(at) and "left" in sidebar_text(at)
     wb.update_settings(epsilon=1.0, **FAST)            # one run at eps 1 passes a total of 0.5
@@ -580,13 +592,13 @@ def test_the_public_only_baseline_reserves_nothing(wb):
 def test_a_refusal_says_which_epsilon_still_fits(tmp_path):
     acc = BudgetAccount.create(tmp_path / "a.json", label="t", fingerprint="f", epsilon=2.0,
                                delta=1e-9)
-    acc.reserve(rho_from_epsilon_delta(1.0, 1e-9), "first")
+    acc.reserve(rho_from_epsilon_delta(1.0, 1e-9), "first", guarantee=BOUNDED)
     with pytest.raises(BudgetExceededError) as exc:
-        acc.reserve(rho_from_epsilon_delta(2.0, 1e-9), "second", delta=1e-9)
+        acc.reserve(rho_from_epsilon_delta(2.0, 1e-9), "second", delta=1e-9, guarantee=BOUNDED)
     left = cdp_epsilon(acc.remaining, 1e-9)
     assert 1.0 < left < 2.0                            # rho adds: more than 2 - 1 is left
     assert f"epsilon up to {left:.4g}" in exc.value.hint
-    acc.reserve(rho_from_epsilon_delta(left * 0.999, 1e-9), "fits", delta=1e-9)
+    acc.reserve(rho_from_epsilon_delta(left * 0.999, 1e-9), "fits", delta=1e-9, guarantee=BOUNDED)
 
 
 def _titanic_files(tmp_path) -> list[str]:
@@ -942,3 +954,67 @@ def test_a_pointer_to_itself_or_to_a_pointer_is_called_damaged():
         path.write_text(json.dumps({"format": POINTER_FORMAT, "account": str(target)}))
         with pytest.raises(ConfigError, match=said):
             BudgetService.account(fingerprint)
+
+
+# ---------------------------------------------------------------- one relation per total
+
+
+def test_a_guarantee_covers_runs_with_its_relation_and_fewer_public_columns():
+    """Runs add up in rho under one relation only: a total under replace-one-record
+    covers a run that treats a subset of its public columns as public (every pair of
+    neighbours of the total's relation is a pair of the run's), never one with more
+    public columns (released without noise) nor an add/remove-one run (up to 4 rho)."""
+    total = Guarantee("bounded", ("sex", "pclass"))
+    assert Guarantee("bounded").refusal_under(total) is None
+    assert Guarantee("bounded", ("pclass",)).refusal_under(total) is None
+    assert "survived as public too" in Guarantee("bounded", ("pclass", "survived")) \
+        .refusal_under(total)
+    assert "4 times" in Guarantee("unbounded").refusal_under(Guarantee("bounded"))
+    assert "number of records" in Guarantee("bounded").refusal_under(Guarantee("unbounded"))
+    assert Guarantee.widest([Guarantee("bounded", ("a",)), Guarantee("bounded", ("b",))]) == \
+        Guarantee("bounded", ("a", "b"))
+    assert Guarantee.widest([Guarantee("bounded"), Guarantee("unbounded")]) is None
+
+
+def test_one_account_refuses_runs_under_another_relation(tmp_path, capsys):
+    """helper-60 charged a bounded, an unbounded and a public-columns run to one account:
+    it added their rho as if each cost the same under one guarantee."""
+    from synth_core.cli import main
+    from synth_core.errors import GuaranteeMismatchError
+    acct = tmp_path / "a.json"
+    run = ["run", "--sample", "titanic", "--epsilon", "0.5", "--rounds", "2", "--fit-iters", "10",
+           "--final-fit-iters", "20", "--quiet", "--budget-file", str(acct),
+           "--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]
+    assert main([*run, "--mechanism", "mwem-pgm", "--budget-total-epsilon", "3"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["budget_account"]["guarantee"] == \
+        "bounded DP (replace one record)"
+    capsys.readouterr()
+    for refused, reason in [(["--mechanism", "mwem-pgm", "--neighbours", "unbounded"], "4 times"),
+                            (["--mechanism", "vjam-pgm", "--no-public",
+                              "--public-columns", "pclass,sex"], "pclass, sex as public too")]:
+        assert main([*run, *refused]) == 2
+        err = capsys.readouterr().err
+        assert reason in err and "--neighbours bounded" in err and "Traceback" not in err
+    account = BudgetAccount.open(acct)
+    assert len(account.charges) == 1 and account.guarantee == Guarantee("bounded")
+    with pytest.raises(GuaranteeMismatchError):
+        account.reserve(0.01, "x", guarantee=Guarantee("bounded", ("sex",)))
+    # a total stated with public columns covers a run that keeps them private
+    wide = BudgetAccount.create(tmp_path / "w.json", label="t", fingerprint="f", total_rho=1.0,
+                                guarantee=Guarantee("bounded", ("sex",)))
+    wide.reserve(0.1, "all private", guarantee=Guarantee("bounded"))
+    assert wide.guarantee == Guarantee("bounded", ("sex",))
+
+
+def test_a_release_chosen_among_runs_of_different_relations_claims_no_epsilon(wb):
+    """Without a total, a session's runs may mix relations; the Release page's
+    statement for a run chosen among them must not add their rho."""
+    first = run_once(wb, mechanism="mwem-pgm", neighbours="unbounded")
+    second = run_once(wb, mechanism="mwem-pgm", neighbours="bounded")
+    block = release_report(wb, second)["release_selection"]
+    assert block["epsilon_if_chosen"] is None
+    assert "different neighbour relations" in block["statement"]
+    assert block["table_rho_spent"] == pytest.approx(first.rho_spent + second.rho_spent)
+    with pytest.raises(ConfigError, match="different neighbour relations"):
+        wb.set_dataset_budget(5.0, 1e-9)
+    assert wb.dataset_budget() is None

@@ -23,11 +23,12 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
+from typing import Sequence
 from pathlib import Path
 
 from ..budget import BudgetAccount, BudgetCharge, run_rho
 from ..errors import ConfigError
-from ..privacy import cdp_epsilon, rho_from_epsilon_delta
+from ..privacy import Guarantee, cdp_epsilon, rho_from_epsilon_delta
 from ..report import atomic_write_bytes
 
 
@@ -125,6 +126,7 @@ class BudgetHold:
     what: str
     mechanism: str
     rho: float
+    guarantee: Guarantee
     account: BudgetAccount | None = None
     charge: BudgetCharge | None = None
 
@@ -136,6 +138,8 @@ class BudgetService:
     #: rho this session's runs spent on tables without an account, by table
     #: fingerprint (recorded in the account when the curator sets the total)
     unbudgeted_rho: dict[str, float] = field(default_factory=dict)
+    #: what those runs' rho is stated under, by table fingerprint
+    unbudgeted_guarantees: dict[str, set] = field(default_factory=dict)
     #: this session's runs in progress on tables without an account, by table
     #: fingerprint (reserved in the account when the curator sets the total)
     _running: dict[str, list[BudgetHold]] = field(default_factory=dict, repr=False)
@@ -170,6 +174,17 @@ class BudgetService:
             running = [h for h in self._running.get(fingerprint, []) if h.charge is None]
             in_progress = sum(h.rho for h in running)
             total = rho_from_epsilon_delta(float(epsilon), float(delta))
+            made = self.unbudgeted_guarantees.get(fingerprint, set()) | \
+                {h.guarantee for h in running if h.rho > 0}
+            guarantee = Guarantee.widest(made)
+            if made and guarantee is None:
+                raise ConfigError(
+                    "This session's runs on this table were stated under different neighbour "
+                    f"relations ({'; '.join(sorted(g.text() for g in made))}): no one total "
+                    "adds them up, because a run's rho under one relation is not its cost "
+                    "under the other.",
+                    hint="Set the total in a new session and keep to one relation "
+                         "({neighbours}) for this table's runs.")
             if (earlier > 0 and earlier >= total) or earlier + in_progress > total:
                 what = (f"spent rho = {earlier:.4g}" if earlier else "") + \
                     (" and " if earlier and running else "") + \
@@ -187,14 +202,17 @@ class BudgetService:
             account = BudgetAccount.create(budget_path(fingerprint), label=label,
                                            fingerprint=fingerprint,
                                            fingerprint_of=fingerprint_of,
-                                           epsilon=float(epsilon), delta=float(delta))
+                                           epsilon=float(epsilon), delta=float(delta),
+                                           guarantee=guarantee)
             earlier = self.unbudgeted_rho.pop(fingerprint, 0.0)
+            self.unbudgeted_guarantees.pop(fingerprint, None)
             if earlier > 0:
-                account.record_spent(earlier, "runs in this session before the total was set")
+                account.record_spent(earlier, "runs in this session before the total was set",
+                                     guarantee=guarantee)
             for hold in running:
                 hold.account = account
-                hold.charge = account.reserve(hold.rho, hold.what, mechanism=hold.mechanism,
-                                              delta=float(delta))
+                hold.charge = account.reserve(hold.rho, hold.what, guarantee=hold.guarantee,
+                                              mechanism=hold.mechanism, delta=float(delta))
         return account
 
     def table_spent(self, fingerprint: str) -> tuple[float, str]:
@@ -206,6 +224,15 @@ class BudgetService:
             return account.spent, f"its budget account '{account.label}'"
         return self.unbudgeted_rho.get(fingerprint, 0.0), "this session's runs"
 
+    def table_guarantees(self, fingerprint: str) -> set[Guarantee]:
+        """What the rho :meth:`table_spent` counts is stated under: the account's
+        guarantee (every run charged to it is covered by it), else those of this
+        session's runs on the table."""
+        account = self.account(fingerprint)
+        if account is not None:
+            return {account.guarantee} if account.guarantee is not None else set()
+        return set(self.unbudgeted_guarantees.get(fingerprint, set()))
+
     def check_fits(self, fingerprint: str, runs, delta: float, what: str) -> None:
         """Refuse up front (BudgetExceededError, saying what is left) when ``runs``
         ((mechanism, epsilon) pairs) would together pass the account's total.
@@ -216,21 +243,25 @@ class BudgetService:
         need = sum(run_rho(m, e, delta) for m, e in runs)
         account.refuse_unless_fits(need, what, delta)
 
-    def reserve(self, fingerprint: str, epsilon: float, delta: float, what: str,
-                mechanism: str) -> BudgetHold:
-        """Reserve a run's rho in the table's account before it starts
-        (BudgetExceededError when it does not fit). Without an account nothing is
-        reserved, but the hold remembers the table, so that what the run spends
-        is counted once the curator sets the table's total."""
-        rho = run_rho(mechanism, epsilon, delta)
-        hold = BudgetHold(fingerprint, what, mechanism, rho)
+    def reserve(self, fingerprint: str, config, what: str,
+                public_columns: Sequence[str] = ()) -> BudgetHold:
+        """Reserve the rho of a run of ``config`` (a RunConfig; ``public_columns`` as
+        given to the run) in the table's account before it starts
+        (BudgetExceededError when it does not fit, GuaranteeMismatchError when the
+        total is stated under a relation that does not cover it). Without an account
+        nothing is reserved, but the hold remembers the table, so that what the run
+        spends is counted once the curator sets the table's total."""
+        rho = run_rho(config.mechanism, config.epsilon, config.delta)
+        hold = BudgetHold(fingerprint, what, config.mechanism, rho,
+                          config.guarantee(public_columns))
         with self._lock:
             account = self.account(fingerprint)
             if account is None:
                 self._running.setdefault(fingerprint, []).append(hold)
                 return hold
         hold.account = account
-        hold.charge = account.reserve(rho, what, mechanism=mechanism, delta=float(delta))
+        hold.charge = account.reserve(rho, what, guarantee=hold.guarantee,
+                                      mechanism=config.mechanism, delta=float(config.delta))
         return hold
 
     def settle(self, hold: BudgetHold, spent: float | None) -> BudgetCharge | None:
@@ -247,9 +278,11 @@ class BudgetService:
                     return None
                 account = self.account(hold.fingerprint)
                 if account is not None:
-                    return account.record_spent(spent, hold.what, mechanism=hold.mechanism)
+                    return account.record_spent(spent, hold.what, guarantee=hold.guarantee,
+                                                mechanism=hold.mechanism)
                 self.unbudgeted_rho[hold.fingerprint] = \
                     self.unbudgeted_rho.get(hold.fingerprint, 0.0) + spent
+                self.unbudgeted_guarantees.setdefault(hold.fingerprint, set()).add(hold.guarantee)
                 return None
         return hold.account.settle(hold.charge, spent)
 
@@ -388,7 +421,8 @@ class SweepCharges:
     def for_jobs(cls, jobs) -> "SweepCharges":
         """The accounts of the jobs' tables, each checked up front: refused
         (BudgetExceededError, saying what is left) when the jobs on one table (under
-        any of its dataset names) would together pass its total. Without any account
+        any of its dataset names) would together pass its total, or when its total's
+        guarantee does not cover one of them (GuaranteeMismatchError). Without any account
         in the workbench's folder, no table is read to fingerprint it."""
         if not _has_accounts():
             return cls({})
@@ -406,6 +440,9 @@ class SweepCharges:
             if account is None:
                 continue
             names = sorted({j.dataset.name for j in todo})
+            for j in todo:
+                account.refuse_unless_covered(j.config.guarantee(j.public_columns),
+                                              f"the sweep's run {j.charge_label()!r}")
             need = sum(run_rho(j.config.mechanism, j.config.epsilon, j.config.delta) for j in todo)
             account.refuse_unless_fits(
                 need, f"this sweep's {len(todo)} run(s) on dataset"
@@ -422,8 +459,8 @@ class SweepCharges:
         fingerprint = self.fingerprints.get(job.dataset.name)
         if fingerprint is None:
             return None
-        return self.service.reserve(fingerprint, job.config.epsilon, job.config.delta,
-                                    f"synth sweep: {job.charge_label()}", job.config.mechanism)
+        return self.service.reserve(fingerprint, job.config, f"synth sweep: {job.charge_label()}",
+                                    job.public_columns)
 
     def settle(self, hold: BudgetHold | None, rho_spent: float | None) -> None:
         if hold is not None:

@@ -152,8 +152,8 @@ class CompareService(BackgroundService):
             j = todo[job["run_id"]]
             # each job is charged to the table's account before it reads the data
             try:
-                held = self.budget.reserve(setup.fingerprint, j.config.epsilon, j.config.delta,
-                                           f"compare: {j.charge_label()}", j.config.mechanism)
+                held = self.budget.reserve(setup.fingerprint, j.config,
+                                           f"compare: {j.charge_label()}", j.public_columns)
             except BudgetExceededError as exc:   # not run, not stored: shown on the page
                 return {**job, "status": REFUSED, "error": str(exc)}
             row = None

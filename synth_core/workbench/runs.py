@@ -14,7 +14,7 @@ import pandas as pd
 from ..api import RunResult
 from ..engine import RoundEvent
 from ..errors import ConfigError
-from ..privacy import cdp_epsilon
+from ..privacy import Guarantee, cdp_epsilon
 from ..report import check_release, write_table
 from ..runner import FINISHED
 from ..schema import Schema
@@ -39,6 +39,8 @@ class FinishedRun:
     data_name: str = ""
     #: the fingerprint of the table it ran on (its budget account's key)
     fingerprint: str = ""
+    #: what its rho is stated under (neighbour relation, public columns)
+    guarantee: Guarantee | None = None
     files: dict | None = field(default=None, repr=False)   # release files, made once
 
     @property
@@ -57,6 +59,7 @@ class PendingRun:
     data_name: str
     fingerprint: str
     public: str
+    guarantee: Guarantee
 
 
 #: what a cost preview's times are (shown beside them)
@@ -194,7 +197,8 @@ def release_files(run: FinishedRun, selection: dict | None = None) -> dict[str, 
     return {**run.files, "report.json": (json.dumps(report, indent=2) + "\n").encode("utf-8")}
 
 
-def selection_block(run_rho: float, table_rho: float, delta: float, where: str) -> dict | None:
+def selection_block(run_rho: float, table_rho: float, delta: float, where: str,
+                    guarantees=(), own: Guarantee | None = None) -> dict | None:
     """The report's ``release_selection`` block: what covers a release chosen among
     the table's runs, or None when this run is all that was spent on the table.
 
@@ -205,20 +209,32 @@ def selection_block(run_rho: float, table_rho: float, delta: float, where: str) 
     (cdp_epsilon(table_rho, delta), delta)-DP. ``where`` says what ``table_rho``
     counts (the table's budget account, or this session's runs). Every number is a
     sum of ledger spends, which the reports release anyway.
+
+    The sum holds under one relation only (:class:`~synth_core.privacy.Guarantee`):
+    ``guarantees`` are those the table's other runs were stated under, ``own`` this
+    run's. The statement names the widest of them when it is not this run's own
+    (more public columns), and gives no epsilon when their neighbour relations
+    differ: a rho under add/remove one record is not its cost under replace one.
     """
     if table_rho <= run_rho * (1 + 1e-9):
         return None
+    relation = Guarantee.widest({*guarantees, *([own] if own is not None else [])})
+    opening = (f"This release's own guarantee covers this run alone. The table has had rho = "
+               f"{table_rho:.4g} spent on it ({where}, this run included). ")
+    block = {"table_rho_spent": table_rho, "this_run_rho": run_rho, "counted": where,
+             "delta": delta}
+    if relation is None and (guarantees or own is not None):
+        return {**block, "epsilon_if_chosen": None, "statement": opening + (
+            "Those runs were stated under different neighbour relations "
+            f"({'; '.join(sorted({g.text() for g in {*guarantees, own} if g is not None}))}), "
+            "so no one guarantee covers a release chosen among them after looking at their "
+            "results.")}
     epsilon = cdp_epsilon(table_rho, delta)
-    return {
-        "table_rho_spent": table_rho, "this_run_rho": run_rho, "counted": where,
-        "delta": delta, "epsilon_if_chosen": epsilon,
-        "statement": (f"This release's own guarantee covers this run alone. The table has "
-                      f"had rho = {table_rho:.4g} spent on it ({where}, this run included). "
-                      f"If this run was chosen for release among those runs after looking "
-                      f"at their results, the release satisfies only ({epsilon:.3g}, "
-                      f"{delta:g})-differential privacy (rho = {table_rho:.4g} zCDP; "
-                      f"runs on one table add up)."),
-    }
+    under = "" if relation is None or relation == own else f" under {relation.text()}"
+    return {**block, "epsilon_if_chosen": epsilon, "statement": opening + (
+        f"If this run was chosen for release among those runs after looking at their "
+        f"results, the release satisfies only ({epsilon:.3g}, {delta:g})-differential "
+        f"privacy{under} (rho = {table_rho:.4g} zCDP; runs on one table add up).")}
 
 
 #: the noise column of a measurement without noise (public rows or columns)

@@ -57,7 +57,7 @@ from .domain import Domain
 from .guide import ChoiceFit, choice_fit, choice_of, mechanism_title
 from .source import TableSource
 from .uploads import parse_schema_upload, read_upload
-from .what_if import (DEFAULT_ASSUMED_N, WhatIfRequest, WhatIfService, check_choice,
+from .what_if import (ASSUMED_N_RANGE, DEFAULT_ASSUMED_N, WhatIfRequest, WhatIfService, check_choice,
                       choose_standin, what_if_key, what_if_settings)
 
 
@@ -601,11 +601,11 @@ class Workbench:
         label = f"{self.mechanism_title(s)}, ε={s.epsilon:g} on {self.data_name}"
         kwargs = self.run_kwargs()
         # charged to the table's account before the run reads the data; settled when it ends
-        held = self.budget.reserve(self._fingerprint(), s.epsilon, s.delta, label, s.mechanism)
+        held = self.budget.reserve(self._fingerprint(), synth.config, label, kwargs["public_columns"])
         self.worker = RunWorker(synth, kwargs, label=label,
                                 on_done=lambda w: self.budget.settle_run(held, w)).start()
         self._pending = PendingRun(s, self.reproduce_command(s), self.data_name,
-                                   held.fingerprint, self.public_summary())
+                                   held.fingerprint, self.public_summary(), held.guarantee)
         return self.worker
 
     def _refuse_if_busy(self) -> None:
@@ -640,7 +640,7 @@ class Workbench:
         p = self._pending
         run = FinishedRun(len(self.runs) + 1, w.label, w.status, p.settings, w.events,
                           w.rho_spent, w.seconds, w.result, w.failure, p.reproduce, p.data_name,
-                          p.fingerprint)
+                          p.fingerprint, p.guarantee)
         # what-ifs made before the run, from the public information it had
         self.whatif.attach(run, self.loads, w.started_at, p.public)
         self.runs.append(run)
@@ -661,7 +661,8 @@ class Workbench:
         all that was spent on its table, else what covers it if it was chosen
         among the table's runs."""
         table_rho, where = self.budget.table_spent(run.fingerprint)
-        return selection_block(run.rho_spent, table_rho, run.settings.delta, where)
+        return selection_block(run.rho_spent, table_rho, run.settings.delta, where,
+                               self.budget.table_guarantees(run.fingerprint), run.guarantee)
 
     def release_files(self, run: FinishedRun) -> dict[str, bytes]:
         """The releasable files of a finished run (no curator-only values), its
@@ -782,8 +783,10 @@ class Workbench:
                     "so the public row count stands in for it")
         else:
             n = int(assumed_n or DEFAULT_ASSUMED_N)
-            note = (f"{n:,}, a row count you assumed (under unbounded DP the private row "
-                    "count is not public)")
+            note = (f"{n:,}, " + ("a row count you assumed" if assumed_n else
+                                  "the default row count (none was given: set the assumed "
+                                  "row count)")
+                    + " (under unbounded DP the private row count is not public)")
         values = None
         if self.public.columns:
             # the records' public-column values: known for every record (declared public);
@@ -815,9 +818,12 @@ class Workbench:
                     + ("the private table (public under bounded DP)."
                        if Neighbours.parse(self.settings.neighbours).n_is_public
                        else "the public rows."), hint="Leave the assumed row count out.")
-            if isinstance(assumed_n, bool) or not isinstance(assumed_n, int) or assumed_n < 1:
-                raise ConfigError(f"The assumed row count must be a whole number of at least "
-                                  f"1, not {assumed_n!r}.")
+            low, high = ASSUMED_N_RANGE
+            if isinstance(assumed_n, bool) or not isinstance(assumed_n, int) \
+                    or not low <= assumed_n <= high:
+                raise ConfigError(f"The assumed row count must be a whole number from {low:,} "
+                                  f"to {high:,}, not {assumed_n!r}: the stand-in tables have "
+                                  "that many rows.")
         basis = self._what_if_basis(assumed_n)
         context = {"data": self.data_name, "rows": self.n_rows, "schema": self.schema.to_json(),
                    "public": self.public_summary(),
