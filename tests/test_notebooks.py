@@ -125,7 +125,8 @@ def test_quickstart_runs_and_keeps_curator_values_apart(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("index, printed, html", [
     (1, ["45 runs", "'tradeoff.png', 'tradeoff.svg'"], []),
-    (2, ["9 runs, 9 finished", "rho spent on the private table: 0.0"],
+    (2, ["9 runs, 9 finished", "rho spent on the private table: 0.0",
+         "no budget account for this table"],
      ["CURATOR-ONLY comparison"]),
 ], ids=["teaching", "whatif-compare"])
 def test_teaching_and_compare_notebooks_run(tmp_path, index, printed, html):
