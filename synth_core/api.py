@@ -633,29 +633,33 @@ class Synthesizer:
 
         ``budget`` (a :class:`~synth_core.budget.BudgetAccount` of this table:
         ConfigError for another table's): the run's rho is reserved in the
-        dataset's account before anything is measured (refused with
+        dataset's account once the inputs are prepared (:meth:`prepare`; a run
+        refused for its inputs leaves no charge) and before anything is
+        measured (refused with
         BudgetExceededError when the account's total would be passed),
         settled with what the ledger spent, and summarised in the report's
         ``budget_account`` block.
         """
-        if budget is not None:
-            from .budget import charged_run
-            if backend == "memory":    # loaded once: the account is checked against its records
-                data, data_name = table_frame(data, data_name)
-            yield from charged_run(budget, self, data, self.config.guarantee(public_columns),
-                                   lambda: self.run(
-                data, public, schema=schema, public_flag=public_flag,
-                public_columns=public_columns, data_name=data_name, public_name=public_name,
-                backend=backend, backend_options=backend_options, drop_columns=drop_columns,
-                numeric_columns=numeric_columns, categorical_columns=categorical_columns))
-            return
         started = time.perf_counter()
-        cfg = self.config
+        if budget is not None and backend == "memory":
+            data, data_name = table_frame(data, data_name)   # loaded once: the account's check
+        # before anything is reserved: a run refused for its inputs leaves no charge
         inputs, workload, options = self.prepare(
             data, public, schema=schema, public_flag=public_flag, public_columns=public_columns,
             data_name=data_name, public_name=public_name, backend=backend,
             backend_options=backend_options, drop_columns=drop_columns,
             numeric_columns=numeric_columns, categorical_columns=categorical_columns)
+        if budget is None:
+            yield from self._execute(inputs, workload, options, started)
+            return
+        from .budget import charged_run
+        yield from charged_run(budget, self, data, self.config.guarantee(public_columns),
+                               lambda: self._execute(inputs, workload, options, started))
+
+    def _execute(self, inputs: Inputs, workload: Workload, options: dict,
+                 started: float) -> Iterator[RoundEvent]:
+        """:meth:`run` on prepared inputs: the rounds, the synthetic records, the report."""
+        cfg = self.config
         prefetch(inputs.data.private, workload.cliques)  # an engine backend: batched passes up front
         neighbours = Neighbours.parse(cfg.neighbours)
         rho = rho_from_epsilon_delta(cfg.epsilon, cfg.delta)

@@ -555,10 +555,14 @@ class BudgetAccount:
     def release_block(self, run: BudgetCharge) -> dict:
         """The report's ``budget_account`` block for ``run``: the label, the total, what
         was spent before it, its own spend, what remains and the history up to it
-        (without times). No fingerprint (it is a function of the private data)."""
+        (without times, and without the earlier runs that spent nothing: a run that
+        failed before measuring anything tells of the private table, not of the total).
+        No fingerprint (it is a function of the private data)."""
         self.reload()
         before, history = [], []
         for c in self.charges:
+            if c.rho_spent == 0 and c.run_id != run.run_id:
+                continue
             # no times: a run's reservation time and its report's creation time would
             # give its duration, which grows with the private table (as round timings)
             history.append({"run_id": c.run_id, "mechanism": c.mechanism, "what": c.what,

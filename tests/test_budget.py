@@ -249,6 +249,29 @@ def test_the_report_carries_the_account_and_no_fingerprint(tmp_path):
     assert acc.spent == pytest.approx(first.ledger.spent + second.ledger.spent)
 
 
+def test_a_run_refused_for_its_data_leaves_no_trace_in_later_releases(tmp_path, capsys):
+    """helper-60: a run refused because the private values did not fit the domain was
+    reserved, settled at 0 and listed in every later release's history, a fact about
+    the private table published without noise."""
+    from synth_core.cli import main
+    files = _titanic_files(tmp_path)
+    acct = tmp_path / "a.json"
+    run = ["run", "--mechanism", "mwem-pgm", "--rounds", "2", "--epsilon", "0.5", "--fit-iters",
+           "10", "--final-fit-iters", "20", "--quiet", "--budget-file", str(acct),
+           "--report", str(tmp_path / "r.json"), "--out", str(tmp_path / "s.csv")]
+    assert main([*run, *files, "--budget-total-epsilon", "3"]) == 0
+    # no schema: the domain read off the 301 public rows misses private values
+    assert main([*run, *files[:4]]) == 2
+    assert "not in the schema" in capsys.readouterr().err
+    assert len(BudgetAccount.open(acct).charges) == 1
+    # and a run that failed before measuring anything is left out of later histories
+    account = BudgetAccount.open(acct)
+    account.settle(account.reserve(0.01, "failed", guarantee=BOUNDED), 0.0)
+    assert main([*run, *files]) == 0
+    history = json.loads((tmp_path / "r.json").read_text())["budget_account"]["history"]
+    assert [h["rho_spent"] > 0 for h in history] == [True, True]
+
+
 def test_a_stopped_run_returns_its_unspent_reservation(tmp_path):
     s = load_sample("titanic")
     acc = account(tmp_path, total=10.0, fingerprint=table_fingerprint(s.private))
