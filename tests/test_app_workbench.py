@@ -142,7 +142,8 @@ def test_public_flag_filter_and_table():
     w.set_public_filter("sex", ["F"])
     assert w.public.kind == "filter" and "public if sex in F" in w.data.columns
     assert w.data_columns == ["sex", "age", "edu", "is_public"]
-    assert w.prepare().public_label == "rows of 'people.csv' flagged by column 'public if sex in F'"
+    assert w.prepare().public_label == \
+        "rows of the private table flagged by column 'public if sex in F'"
     assert (w.public_rows_frame()["sex"] == "F").all()
     with pytest.raises(DataError):
         w.set_public_filter("sex", ["F", "M"])      # nothing private left

@@ -143,7 +143,9 @@ def _public_rows(source: Backend, public, flag: str | None, public_name: str | N
             check_public_row_cap(flag, summary.true, f"the {source.backend} backend",
                                  "give that file as the public table")
         return (PublicRows(flag_column=flag), _without(source.flagged_rows(flag), drop),
-                f"rows of '{source.name}' flagged by column '{flag}'")
+                # not the private file's name: it goes into the release, and names often say
+                # whose records they are
+                f"rows of the private table flagged by column '{flag}'")
     return None, None, None
 
 
