@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -247,11 +248,15 @@ def write_all(files) -> None:
     """Write every ``(path, bytes)`` of ``files``, all or nothing.
 
     Each file is first written in full to a temporary file beside its target;
-    only when all are complete are they renamed onto their targets. On any
-    failure the temporary files are removed and no target is touched; an
+    only when all are complete are they renamed onto their targets, each
+    existing target first kept under a second name (a hard link). If a rename
+    fails, the targets already replaced get their old files back (or are
+    removed, if they were new), so a release is never left with its data and
+    without its report. The temporary files are removed in every case; an
     ``OSError`` becomes a DataError naming the path.
     """
     staged: list[tuple[str, Path]] = []
+    placed: list[tuple[Path, str | None]] = []    # (target, its old file's second name)
     current = None
     try:
         for path, data in files:
@@ -263,14 +268,34 @@ def write_all(files) -> None:
                 fh.write(data)
         for tmp, path in staged:
             current = path
+            kept = _keep_old(path, f"{tmp}.old")
             os.replace(tmp, path)
+            placed.append((path, kept))
     except OSError as exc:
+        for path, kept in reversed(placed):     # the targets replaced before the failure
+            if kept is not None:
+                os.replace(kept, path)
+            elif path.is_file():
+                path.unlink()
         raise DataError(f"Cannot write '{current}': {exc.strerror or exc}.",
                         path=str(current)) from None
     finally:
         for tmp, _ in staged:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            for leftover in (tmp, f"{tmp}.old"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+
+
+def _keep_old(path: Path, second_name: str) -> str | None:
+    """Keep an existing file ``path`` also under ``second_name`` (a hard link; a copy
+    on a file system without them), so that it can be put back; None for no file."""
+    if not path.is_file():
+        return None
+    try:
+        os.link(path, second_name)
+    except OSError:
+        shutil.copyfile(path, second_name)
+    return second_name
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

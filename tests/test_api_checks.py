@@ -160,6 +160,22 @@ def test_write_all_renames_nothing_when_one_file_fails(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker"]
 
 
+def test_write_all_puts_back_what_it_replaced_when_a_later_rename_fails(tmp_path):
+    """helper-60: a target that turned into a folder after the check left the new
+    synthetic data in place without its report (and the old release's data gone)."""
+    from synth_core.report import write_all
+    (tmp_path / "old.csv").write_bytes(b"old release\n")
+    (tmp_path / "report.json").mkdir()                 # the rename onto it fails
+    for first in ("old.csv", "new.csv"):
+        with pytest.raises(DataError, match="report.json"):
+            write_all([(tmp_path / first, b"synthetic\n"), (tmp_path / "report.json", b"{}")])
+        assert (tmp_path / "old.csv").read_bytes() == b"old release\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["old.csv", "report.json"]
+    write_all([(tmp_path / "old.csv", b"new release\n"), (tmp_path / "r.json", b"{}")])
+    assert (tmp_path / "old.csv").read_bytes() == b"new release\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.csv", "r.json", "report.json"]
+
+
 def test_duckdb_backend_refuses_a_lost_column_and_drops_on_request(tmp_path):
     pytest.importorskip("duckdb")
     path = tmp_path / "private.parquet"
