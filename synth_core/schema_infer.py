@@ -25,7 +25,8 @@ The caller's choices (``numeric``, ``categorical``, ``drop``) override the
 proposal. With public rows the domain covers the union of both tables' values
 (so the public rows fit it), and :attr:`Proposal.private_values` says which
 parts of it were read off the private table only: categories, bounds, a
-missing-value code, and more decimals than the public rows have.
+missing-value code, more decimals than the public rows have, and a kind
+other than the one the public rows alone give.
 
 Privacy: every category list and bound read off the private table is a
 function of the private records that no mechanism protects. The proposal is a
@@ -61,11 +62,11 @@ CODE_MIN_DIGITS = 3
 CODE_NAME_WORDS = ("zip", "zipcode", "postcode", "postal", "fips", "code", "geo", "geoid",
                    "county", "tract", "puma", "naics", "icd", "sic", "area")
 
-WARNING = ("Values in this schema were read off the private table: category lists and bounds "
-           "are a function of the private records, and no privacy mechanism protects them. "
-           "Until you review it, this schema leaks them: replace every category list and bound "
-           "of the columns in 'read_off_private' with public knowledge (a code list, a known "
-           "range), then delete this '" + REVIEW_KEY + "' block.")
+WARNING = ("Values in this schema were read off the private table: category lists, bounds "
+           "and kinds are a function of the private records, and no privacy mechanism protects "
+           "them. Until you review it, this schema leaks them: replace every category list, "
+           "bound and kind of the columns in 'read_off_private' with public knowledge (a code "
+           "list, a known range), then delete this '" + REVIEW_KEY + "' block.")
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,10 @@ def propose_schema(private: pd.DataFrame, public: pd.DataFrame | None = None, *,
                            max_categories=max_categories, leading_zero=name in zeros)
         if decision.kept and public is not None:
             decision = _with_private_values(decision, pub, both)
+            if pub is not None and name not in choices:
+                decision = _with_private_kind(decision, _decide(
+                    name, pub, pub, None, bins=bins, max_categories=max_categories,
+                    leading_zero=name in zeros))
         decisions.append(decision)
     return Proposal(tuple(decisions), has_public=public is not None, bins=bins)
 
@@ -416,6 +421,19 @@ def _with_private_values(decision: ColumnDecision, public: pd.Series | None,
     if not only:
         return decision
     return dataclasses.replace(decision, private_values=only)
+
+
+def _with_private_kind(decision: ColumnDecision, alone: ColumnDecision) -> ColumnDecision:
+    """``decision`` (kind read off the private cells) with its kind listed among the
+    parts read off the private table when the public rows alone (``alone``) give
+    another: e.g. numeric because the private rows hold more distinct values than
+    the public ones, which a released schema would then tell."""
+    kind = decision.spec.kind
+    if alone.kept and alone.spec.kind == kind:
+        return decision
+    theirs = alone.spec.kind if alone.kept else f"none: {alone.role}"
+    return dataclasses.replace(decision, private_values=decision.private_values + (
+        f"the kind {kind} (the public rows alone give {theirs})",))
 
 
 def _numbers(values: pd.Series) -> np.ndarray:

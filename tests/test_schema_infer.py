@@ -191,6 +191,23 @@ def test_decimals_and_a_missing_code_seen_only_in_private_rows_are_named():
         "more than 6 decimals (the public rows have 1 decimal)"]
 
 
+def test_a_kind_the_public_rows_alone_would_not_give_is_named():
+    """helper-60: a column read as numeric because the private rows add distinct values
+    the public rows lack (here 20 public values, all within the range) is a fact
+    about the private table a released schema tells: the review names the kind."""
+    public = pd.DataFrame({"score": np.tile(np.arange(0, 40, 2), 2)})  # 20 distinct values
+    richer = pd.DataFrame({"score": np.tile(np.arange(0, 39), 3)})  # odd values too
+    same = pd.DataFrame({"score": np.tile(np.arange(0, 40, 4), 3)})
+    proposal = propose_schema(richer, public)
+    assert proposal.schema().columns[0].kind == "numeric"
+    assert proposal.private_values["score"] == [
+        "the kind numeric (the public rows alone give categorical)"]
+    assert proposal.read_off_private == ("score",) and proposal.schema().source == "private"
+    assert propose_schema(same, public).private_values == {}
+    # the caller's choice of kind is the caller's, not read off the data
+    assert propose_schema(richer, public, numeric=["score"]).private_values == {}
+
+
 # ---------------------------------------------------------------- synth run flags
 
 
