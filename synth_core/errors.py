@@ -29,7 +29,8 @@ CONTROLS = {
                        "app": "Public columns on the Public information page"},
     "neighbours": {"api": "RunConfig(neighbours=...)", "cli": "--neighbours",
                    "app": "Neighbouring datasets on the Workload and budget page"},
-    "infer": {"api": "synth_core.schema_infer.propose_schema(private, public)",
+    "infer": {"api": "synth_core.schema_infer.propose_schema(private, public) (review it, "
+                     "then pass its .schema() as schema=)",
               "cli": "'synth schema infer DATA --public PUBLIC --out FILE' (--public-flag "
                      "COLUMN for public rows flagged in DATA)",
               "app": "'Review a proposed schema' on the Data page"},

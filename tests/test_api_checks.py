@@ -111,6 +111,22 @@ def test_run_warnings_name_the_users_line_through_every_entry_point():
     assert {Path(w.filename).resolve() for w in found} == {Path(__file__).resolve()}
 
 
+def test_a_mechanism_without_public_rows_names_the_apis_arguments(tmp_path):
+    """helper-59: the API's error named the command line's --public and --public-flag,
+    and did not say that the public table given was empty."""
+    from synth_core import load_sample
+    s = load_sample("titanic")
+    for mechanism in ("jam-pgm", "public-only", "pmw-pub"):
+        for public, said in ((None, "needs public rows."),
+                             (s.public.iloc[:0], "(the public rows given are empty)")):
+            with pytest.raises(ConfigError) as err:
+                synthesize(s.private, public, schema=s.schema, mechanism=mechanism, epsilon=1.0,
+                           rounds=2)
+            assert said in str(err.value) and "--public" not in str(err.value)
+            assert "public= (a table) or public_flag= (a column)" in err.value.hint
+            assert "--public PATH or --public-flag COLUMN" in err.value.text("cli")
+
+
 def test_a_column_missing_from_the_public_rows_is_an_error():
     with pytest.raises(DataError, match="'c'.*not in the public rows") as info:
         synthesize(table(), table(60, 1, ("a", "b")), **{**QUICK, "mechanism": "jam-pgm"})

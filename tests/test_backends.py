@@ -314,10 +314,15 @@ def test_domain_from_public_rows():
     assert isinstance(inputs.data.private, CountingBackend)
     assert isinstance(inputs.data.public, CodedTable) and inputs.data.n == 1008
     # one that does not is reported before the run, with what to do
-    with pytest.raises(DataError, match="inferred from the public rows") as err:
+    with pytest.raises(DataError, match="read off the public rows") as err:
         prepare_inputs(SAMPLE_DIR / "titanic/private.csv", SAMPLE_DIR / "titanic/public.csv",
                        backend="duckdb")
     assert "column 'parch'" in str(err.value)
+    # the API's way to a schema over both tables, as a runnable hint (helper-59: the
+    # proposal itself cannot be passed as schema=)
+    assert "propose_schema(private, public) (review it, then pass its .schema() as schema=)" \
+        in str(err.value)
+    assert "synth schema infer" in err.value.text("cli")
 
 
 @pytest.mark.parametrize("backend", ["memory", "duckdb",

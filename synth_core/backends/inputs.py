@@ -226,10 +226,11 @@ def _count_private(source: Backend, schema: Schema, flag: str | None) -> Margina
     except DataError as exc:
         if schema.source == "public":
             before = exc.hint_template + " " if exc.hint_template else ""
-            raise DataError(exc.message, hint=before + "The domain was "
-                            "inferred from the public rows; declare a schema ({schema}) that "
-                            "covers every value: {infer} proposes one over both tables, to "
-                            "review.",
+            raise DataError(exc.message, hint=before + "The domain was read off the "
+                            "public rows, so it holds only the values they have (a column with "
+                            "few distinct values there becomes a list of them); declare a "
+                            "schema ({schema}) that covers every value. To propose one over "
+                            "both tables: {infer}.",
                             column=exc.column, path=exc.path) from exc
         raise
 

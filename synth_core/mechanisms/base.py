@@ -74,6 +74,17 @@ QUERY_ANSWERS = "query answers"
 PUBLIC_ROWS = "public rows"
 
 
+def require_public_rows(state: RunState, title: str, instead: str | None = None) -> None:
+    """ConfigError unless the run has public rows (a public table, or rows a flag
+    column marks) and at least one of them; ``instead``: a mechanism to suggest."""
+    public = state.data.public
+    if public is None or public.n == 0:
+        given = "" if public is None else " (the public rows given are empty)"
+        raise ConfigError(f"{title} needs public rows{given}.",
+                          hint="Give public rows ({public_rows})"
+                               + (f", or choose {instead}" if instead else "") + ".")
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a mechanism does with public information and what it releases.

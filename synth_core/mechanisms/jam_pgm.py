@@ -49,7 +49,7 @@ from ..engine import (PRIVATE, PUBLIC, Candidate, RoundPlan, RunState, expected_
                       model_errors, size_filter)
 from ..errors import ConfigError
 from .base import (BOUNDED, MAX_MODEL_SIZE_OPTION, OPTIONAL, PUBLIC_COLUMNS_OPTION,
-                   AdaptiveMechanism, Capabilities, Option, ScoreTerms)
+                   AdaptiveMechanism, Capabilities, Option, ScoreTerms, require_public_rows)
 
 #: JAM-PGM's share of each round's budget spent on measurement.
 JAM_MEASURE_SHARE = 0.8
@@ -149,10 +149,7 @@ class JAMPGM(AdaptiveMechanism):
         return self.T
 
     def initialise(self, state: RunState) -> list[Candidate]:
-        if state.data.public is None or state.data.public.n == 0:
-            raise ConfigError("JAM-PGM needs public rows.",
-                              hint="Give a public table (--public) or a flag column (--public-flag), "
-                                   "or choose AIM.")
+        require_public_rows(state, "JAM-PGM", instead="AIM")
         if not state.neighbours.n_is_public:
             raise ConfigError("JAM-PGM is defined under bounded DP (n public).",
                               hint="Use --neighbours bounded, or AIM for unbounded DP.")

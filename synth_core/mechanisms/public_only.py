@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..engine import RunState
 from ..errors import ConfigError
-from .base import PUBLIC_ROWS, AdaptiveMechanism, Capabilities
+from .base import PUBLIC_ROWS, AdaptiveMechanism, Capabilities, require_public_rows
 
 
 class PublicOnly(AdaptiveMechanism):
@@ -22,9 +22,7 @@ class PublicOnly(AdaptiveMechanism):
     options = ()
 
     def initialise(self, state: RunState):
-        if state.data.public is None or state.data.public.n == 0:
-            raise ConfigError("The public-only baseline needs public rows.",
-                              hint="Give a public table (--public) or a flag column (--public-flag).")
+        require_public_rows(state, "The public-only baseline")
         return []
 
     def plan(self, state):

@@ -35,7 +35,7 @@ from ..model import PGMEstimator
 from .. import privacy
 from ..privacy import Ledger, Neighbours
 from ..workload import Workload
-from .base import BOUNDED, QUERY_ANSWERS, Capabilities, Mechanism
+from .base import BOUNDED, QUERY_ANSWERS, Capabilities, Mechanism, require_public_rows
 
 Clique = tuple[str, ...]
 
@@ -235,9 +235,7 @@ class QueryReleaseMechanism(Mechanism):
                 hint="Use --neighbours bounded, or AIM / MWEM+PGM for unbounded DP.")
 
     def _require_public(self, state: RunState) -> None:
-        if state.data.public is None or state.data.public.n == 0:
-            raise ConfigError(f"{self.name} needs public rows.",
-                              hint="Give a public table (--public) or a flag column (--public-flag).")
+        require_public_rows(state, self.title)
 
 
 def closing_charge(ledger: Ledger, rho: float, last: bool) -> float:
