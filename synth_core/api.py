@@ -249,6 +249,8 @@ def sample_preset(name: str) -> dict:
 
 
 def load_sample(name: str) -> Sample:
+    """A bundled sample (:func:`list_samples` names them): its private table, public
+    table (or None) and declared schema, loaded (ConfigError for an unknown name)."""
     p = sample_preset(name)
     public = load_table(SAMPLE_DIR / p["public"]) if p.get("public") else None
     return Sample(name, p.get("title", name), p.get("description", ""),
@@ -407,6 +409,10 @@ class RunResult:
         it is not fit for publication."""
         outputs = [(p, role) for p, role in ((out, "synthetic data"), (report, "report"),
                                               (diagnostics, "diagnostics")) if p is not None]
+        if not outputs:
+            raise ConfigError("Nothing to write: no file was named.",
+                              hint="Name the files: write(out='synthetic.csv', "
+                                   "report='report.json').")
         check_outputs(out=out, report=report, diagnostics=diagnostics)
         if self.report["privacy"].get("seeded") and (out is not None or report is not None):
             warn_run(SEEDED_WRITE_WARNING)
@@ -624,9 +630,11 @@ class Synthesizer:
 
         ``public_columns`` (a list, or a comma-separated string) marks columns
         of ``data`` as known for every record: the guarantee then protects the
-        other columns only. Mechanisms that take a ``public_columns`` option
-        receive them (``vjam-pgm`` uses them; AIM, MWEM+PGM, PMW-Pub and GEM
-        refuse them for now); any other mechanism raises ``ConfigError``.
+        other columns only. Mechanisms whose capabilities admit them receive
+        them: they are required by ``vjam-pgm``, ``vpmw`` and ``vgem-pub``,
+        optional for ``jam-pgm`` and for ``aim`` (with ``conditional=True``);
+        any other mechanism raises ``ConfigError`` naming its public-columns
+        variant (``Capabilities.public_columns_variant``).
 
         When the generator is exhausted, ``self.result`` holds the
         :class:`RunResult`.

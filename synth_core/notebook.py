@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from .display import esc
+from .errors import ConfigError
 from .palette import (PUBLIC_COLOR, SOURCE_COLORS, TOTAL_COLOR, MIXED_COLOR,
                       mechanism_color, mechanism_scale)
 
@@ -154,7 +155,6 @@ def _altair_available() -> bool:
 
 def require(module: str, what: str) -> None:
     """ConfigError naming the ``[notebook]`` extra unless ``module`` can be imported."""
-    from .errors import ConfigError
     from .runtime import installed
     if not installed(module):
         raise ConfigError(f"{what} needs {module}, which is not installed.",
@@ -185,7 +185,11 @@ def source_scale(alt, present: Iterable[str] | None = None):
 
 def rounds_chart(events: Sequence):
     """Bars of the rho each round spent, coloured by the source of its
-    measurement, with the total budget as a dashed rule."""
+    measurement, with the total budget as a dashed rule. ``events``: a run's
+    round events (``result.events``), or the :class:`~synth_core.api.RunResult`."""
+    from .api import RunResult
+    if isinstance(events, RunResult):
+        events = events.events
     alt = _altair()
     records = [{**r, "source": r["source"] if r["source"] in SOURCE_COLORS else "other"}
                for r in rounds_frame(events)]
@@ -206,14 +210,29 @@ def rounds_chart(events: Sequence):
     return chart
 
 
+def _records(records, keys: Sequence[str]) -> list[dict]:
+    """``records`` as a list of dicts (a DataFrame's rows too), each holding ``keys``
+    (ConfigError naming a missing one and those there are)."""
+    import pandas as pd
+    if isinstance(records, pd.DataFrame):
+        records = records.to_dict("records")
+    records = list(records)
+    for key in keys:
+        if any(key not in r for r in records):
+            there = sorted({k for r in records for k in r})
+            raise ConfigError(f"the records have no '{key}' to plot.",
+                              hint=f"Name one of their keys: {', '.join(map(str, there))}.")
+    return records
+
+
 def error_chart(records: Sequence[dict], *, x: str = "epsilon", y: str = "error",
                 color: str = "mechanism", title: str = "Workload error against epsilon",
                 y_title: str = "workload error (curator-only)",
                 mechanisms: Mapping[str, str] | None = None):
     """Lines and points of ``y`` against ``x`` (log scale), one colour per
     ``color`` value, with a bar from the smallest to the largest value where a
-    point averages several (seeds). ``records``: dicts or a DataFrame's
-    ``to_dict("records")``; rows with the same x and colour are averaged.
+    point averages several (seeds). ``records``: dicts, or a DataFrame; rows
+    with the same x and colour are averaged.
 
     Colours are the palette's mechanism colours (:func:`mechanism_scale`), of
     the ``color`` values themselves or, when ``mechanisms`` maps each value (a
@@ -221,6 +240,7 @@ def error_chart(records: Sequence[dict], *, x: str = "epsilon", y: str = "error"
     public-only baseline then keeps the public colour whatever its label. The
     default axis title says what a true error is: curator-only."""
     alt = _altair()
+    records = _records(records, (x, y, color))
     values = sorted({str(r[color]) for r in records})
     if mechanisms is None:
         domain, colours = mechanism_scale(values)

@@ -286,6 +286,7 @@ def marginal_bounds(report: Mapping, synthetic_codes: pd.DataFrame, *,
 
     Raises ConfigError when the mechanism measures no marginals (PMW-Pub, GEM).
     """
+    _require_report(report)
     if not 0 < level < 1:
         raise ConfigError(f"level must lie strictly between 0 and 1, got {level!r}.")
     reason = unavailable_reason(report)
@@ -356,8 +357,17 @@ def bounds_block(report: Mapping, synthetic_codes: pd.DataFrame, *, level: float
             "bounds": [b.to_json() for b in marginal_bounds(report, synthetic_codes, level=level)]}
 
 
+def _require_report(report) -> None:
+    """ConfigError unless ``report`` is a parsed report (a file name is not)."""
+    if not isinstance(report, Mapping):
+        raise ConfigError(f"report must be the release report as a dict, not a "
+                          f"{type(report).__name__}.",
+                          hint="Read the file first: json.load(open('report.json')).")
+
+
 def codes_of(report: Mapping, synthetic: pd.DataFrame) -> pd.DataFrame:
     """Integer codes of decoded synthetic records, with the report's schema."""
+    _require_report(report)
     return Schema.from_json(report["schema"]).encode(synthetic, table_name="synthetic data")
 
 

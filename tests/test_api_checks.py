@@ -127,6 +127,29 @@ def test_a_mechanism_without_public_rows_names_the_apis_arguments(tmp_path):
             assert "--public PATH or --public-flag COLUMN" in err.value.text("cli")
 
 
+def test_the_release_helpers_take_what_a_user_plausibly_passes_or_say_what_they_need():
+    """helper-59: raw AttributeError/TypeError/KeyError tracebacks, and a write() that
+    wrote nothing silently."""
+    pytest.importorskip("altair")
+    from synth_core.notebook import error_chart, rounds_chart
+    from synth_core.uncertainty import codes_of, marginal_bounds
+    result = synthesize(table(), schema=dict(SIZES), **QUICK)
+    with pytest.raises(ConfigError, match="Nothing to write"):
+        result.write()
+    for call in (lambda: marginal_bounds("report.json", result.synthetic),
+                 lambda: codes_of("report.json", result.synthetic)):
+        with pytest.raises(ConfigError, match="not a str") as err:
+            call()
+        assert "json.load" in err.value.hint
+    rows = pd.DataFrame([{"epsilon": 1.0, "mechanism": "aim", "error": 0.1},
+                         {"epsilon": 2.0, "mechanism": "aim", "error": 0.05}])
+    assert error_chart(rows).to_dict()["layer"]                     # a DataFrame is taken
+    with pytest.raises(ConfigError, match="no 'error' to plot") as err:
+        error_chart(rows.rename(columns={"error": "err"}))
+    assert "epsilon, err, mechanism" in err.value.hint
+    assert rounds_chart(result).to_dict() == rounds_chart(result.events).to_dict()
+
+
 def test_a_column_missing_from_the_public_rows_is_an_error():
     with pytest.raises(DataError, match="'c'.*not in the public rows") as info:
         synthesize(table(), table(60, 1, ("a", "b")), **{**QUICK, "mechanism": "jam-pgm"})
