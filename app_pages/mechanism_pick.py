@@ -11,6 +11,7 @@ from typing import Mapping
 import streamlit as st
 
 from app_pages.common import sync_widgets
+from synth_core.privacy import MAX_EPSILON
 from synth_core.workbench import EPSILON_GRID, parse_epsilons
 from synth_core.workbench.guide import ChoiceList, choice_list, choice_of
 
@@ -60,5 +61,5 @@ def pick_epsilons(key: str, container=st) -> list[float]:
     eps, not_epsilons = parse_epsilons(picked)
     if not_epsilons:
         container.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a positive "
-                        "number such as 0.3.", icon=":material/error:")
+                        f"number up to {MAX_EPSILON:g}, such as 0.3.", icon=":material/error:")
     return eps
