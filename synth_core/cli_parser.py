@@ -437,8 +437,10 @@ def _add_whatif_parser(sub) -> None:
     settings.add_argument("--fit-iters", type=int, help="per-round fit iterations")
     settings.add_argument("--final-fit-iters", type=int, help="final fit iterations")
     p.add_argument("--out", metavar="PATH",
-                   help="also write the curves as JSON (what a release report's what_if block "
-                        "holds: basis and predicted points, no private value)")
+                   help="also write the curves as JSON: {\"what_if\": [one curve per "
+                        "mechanism, each with its basis and predicted points, as a release "
+                        "report's what_if block lists them], \"rho_spent_on_private\": 0}; "
+                        "no private value")
     p.add_argument("--quiet", action="store_true", help="do not print progress")
 
 

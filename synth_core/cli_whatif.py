@@ -88,11 +88,18 @@ def _run(args) -> int:
                               args.assumed_n)
     try:
         last = None
-        while worker is not None and not worker.wait(0.5):
+        while worker is not None:
+            finished = worker.wait(0.1)
             done, total = worker.progress
-            if not args.quiet and done != last:
-                print(f"synth: stand-in run {done + 1} of {total}", file=sys.stderr, flush=True)
-                last = done
+            current = worker.current or {}
+            if not args.quiet and not finished and current and (done, current) != last:
+                print(f"synth: stand-in run {done + 1} of {total}: "
+                      f"{key_title(current.get('mechanism', '?'))} at epsilon "
+                      f"{current.get('epsilon', 0):g}, seed {current.get('seed', 0)}",
+                      file=sys.stderr, flush=True)
+                last = (done, current)
+            if finished:
+                break
     except KeyboardInterrupt:
         wb.whatif.stop()
         raise

@@ -19,7 +19,11 @@ def test_whatif_predicts_both_kinds_says_what_it_rests_on_and_spends_nothing(tmp
     out = tmp_path / "whatif.json"
     assert main(["whatif", "--sample", "titanic", "--mechanism", "jam-pgm", "mwem-pgm",
                  "--epsilons", "0.1", "10", *SMALL, "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    # progress names each run (helper-58: lines were skipped and said only "run 2 of 27")
+    assert "synth: stand-in run 1 of 4: " in captured.err
+    assert "JAM-PGM at epsilon 0.1, seed 0" in captured.err
     rows = [line.split() for line in printed.splitlines()
             if line.startswith(("JAM-PGM ", "MWEM+PGM "))]
     assert [(r[0], r[1], r[-1]) for r in rows] == [
