@@ -354,8 +354,11 @@ def _parse_options(items, mechanism: str | None = None) -> dict:
 
 def missing_file(flag: str, path) -> SynthError:
     """The error for an input file that is not there (a relative path says where it
-    was looked for)."""
+    was looked for), or that is a folder."""
     from .errors import DataError
+    if Path(path).is_dir():
+        return DataError(f"{flag}: '{path}' is a folder, not a file.", hint="Give one file.",
+                         path=str(path))
     where = "" if Path(path).is_absolute() else \
         f" (a relative path is read from the current folder, {Path.cwd()})"
     return DataError(f"{flag}: file '{path}' not found.", hint=f"Check the path{where}.",

@@ -179,12 +179,13 @@ def check_output_path(path, suffixes: tuple[str, ...], role: str) -> Path:
     nearest existing parent must be a writable folder (missing folders below it
     are created when the file is written)."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"Cannot write {role} '{path}': it is a folder.",
+                        hint=f"Give a file name ending in {' or '.join(suffixes)}.",
+                        path=str(path))
     if not path.name.lower().endswith(suffixes):
         raise DataError(f"Cannot write {role} '{path}': unsupported file type.",
                         hint=f"Use a file name ending in {' or '.join(suffixes)}.", path=str(path))
-    if path.is_dir():
-        raise DataError(f"Cannot write {role} '{path}': it is a folder.",
-                        hint="Give a file name.", path=str(path))
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

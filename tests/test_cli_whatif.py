@@ -60,6 +60,11 @@ def test_whatif_refuses_what_it_cannot_predict_and_names_a_missing_file(tmp_path
                  "--out", str(private)]) == 2
     assert "unsupported file type" in capsys.readouterr().err
     assert private.read_text() == "a,b\n1,2\n"
+    # a folder is named as one, as input and as output (helper-58: "not found")
+    for args, said in ((["--data", str(tmp_path)], f"--data: '{tmp_path}' is a folder"),
+                       (["--sample", "titanic", "--out", str(tmp_path)], "it is a folder")):
+        assert main(["whatif", *args, "--mechanism", "aim", "--epsilons", "1"]) == 2
+        assert said in capsys.readouterr().err
     # an assumed row count where the row count is known, or one below 1: said, not ignored
     assert main(["whatif", "--sample", "titanic", "--mechanism", "aim", "--epsilons", "1",
                  "--assumed-n", "500"]) == 2
