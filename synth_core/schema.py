@@ -514,7 +514,8 @@ class Schema:
             else:
                 lines = "\n".join(f"  - {p}" for p in problems)
                 message = f"{label} does not fit the schema ({len(problems)} problems):\n{lines}"
-            raise DataError(message, column=first_bad)
+            raise DataError(message, column=first_bad,
+                            hint=PRIVATE_VALUES_NOTE if role == "private table" else None)
         return pd.DataFrame(out, index=df.index)
 
     def check_fits(self, df: pd.DataFrame, table_name: str, *, role: str = "table") -> None:
@@ -909,6 +910,12 @@ def _show(value) -> str:
         value = int(value)
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: said with an error that quotes private values: they are exact, with no noise
+PRIVATE_VALUES_NOTE = ("CURATOR-ONLY: the values and row counts in this message come from the "
+                       "private table, without noise; keep it out of shared logs and saved "
+                       "notebooks.")
 
 
 def _show_list(values) -> str:

@@ -323,6 +323,11 @@ def test_domain_from_public_rows():
     assert "propose_schema(private, public) (review it, then pass its .schema() as schema=)" \
         in str(err.value)
     assert "synth schema infer" in err.value.text("cli")
+    # the message quotes private values with their row counts: labelled curator-only
+    # (helper-60), in memory and when DuckDB counts the file
+    assert "CURATOR-ONLY: the values and row counts" in str(err.value)
+    with pytest.raises(DataError, match="CURATOR-ONLY: the values and row counts"):
+        prepare_inputs(SAMPLE_DIR / "titanic/private.csv", SAMPLE_DIR / "titanic/public.csv")
 
 
 @pytest.mark.parametrize("backend", ["memory", "duckdb",

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..errors import ConfigError, DataError
 from ..marginals import Clique, ColumnSizes, CountStats, exact_counts
-from ..schema import Schema, _format_examples
+from ..schema import PRIVATE_VALUES_NOTE, Schema, _format_examples
 from .base import FlagSummary
 from .encoding import MISSING_NOT_ALLOWED, NOT_IN_SCHEMA
 
@@ -201,7 +201,8 @@ class CountingBackend(ColumnSizes, ABC):
             body = "\n".join(f"  - {line}" for line in lines)
             message = f"{label} does not fit the schema ({len(lines)} problems):\n{body}"
         raise DataError(message, column=problems[0][0],
-                        hint="Fix the schema (categories, bounds, missing: true) or the data.")
+                        hint="Fix the schema (categories, bounds, missing: true) or the data. "
+                             + PRIVATE_VALUES_NOTE)
 
     # -- internals -----------------------------------------------------------------
 
