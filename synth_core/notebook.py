@@ -186,10 +186,10 @@ def source_scale(alt, present: Iterable[str] | None = None):
 def rounds_chart(events: Sequence):
     """Bars of the rho each round spent, coloured by the source of its
     measurement, with the total budget as a dashed rule. ``events``: a run's
-    round events (``result.events``), or the :class:`~synth_core.api.RunResult`."""
-    from .api import RunResult
-    if isinstance(events, RunResult):
-        events = events.events
+    round events (``result.events``)."""
+    if not isinstance(events, Sequence):
+        raise ConfigError(f"rounds_chart takes a run's round events, not a "
+                          f"{type(events).__name__}.", hint="Pass result.events.")
     alt = _altair()
     records = [{**r, "source": r["source"] if r["source"] in SOURCE_COLORS else "other"}
                for r in rounds_frame(events)]

@@ -71,7 +71,9 @@ STANDINS = {
     "public-columns-fit": "fit to the public columns (private columns uniform)",
 }
 PUBLIC_SPLITS = ("bootstrap", "halves")
-NOTHING_SPENT = "No privacy budget was spent: the private table was not used."
+NOTHING_SPENT = ("No privacy budget was spent: the stand-in runs read no private record "
+                 "(a domain read off the private table is not protected either way, and is "
+                 "warned of separately).")
 ESTIMATE, MEASURED = "estimate", "measured"
 #: mechanisms a what-if does not predict, and why: a mechanism that spends no budget has
 #: the same error at every epsilon, and that error (how far the public rows are from the

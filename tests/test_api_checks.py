@@ -147,7 +147,10 @@ def test_the_release_helpers_take_what_a_user_plausibly_passes_or_say_what_they_
     with pytest.raises(ConfigError, match="no 'error' to plot") as err:
         error_chart(rows.rename(columns={"error": "err"}))
     assert "epsilon, err, mechanism" in err.value.hint
-    assert rounds_chart(result).to_dict() == rounds_chart(result.events).to_dict()
+    assert rounds_chart(result.events).to_dict()["layer"]
+    with pytest.raises(ConfigError, match="not a RunResult") as err:
+        rounds_chart(result)
+    assert err.value.hint == "Pass result.events."
 
 
 def test_a_column_missing_from_the_public_rows_is_an_error():
