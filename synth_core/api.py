@@ -171,14 +171,16 @@ class RunConfig:
                        max_model_size=options.pop("max_model_size", self.max_model_size),
                        options=options)
 
-    def guarantee(self, public_columns: Sequence[str] = ()) -> Guarantee:
+    def guarantee(self, public_columns: Sequence[str] = (),
+                  public_flag: str | None = None) -> Guarantee:
         """What a run of this configuration states its rho under: the neighbour
-        relation, and the public columns (``public_columns``, as given to
-        :meth:`Synthesizer.run`, with the ``public_columns`` option). A table's budget
-        account adds up only runs its own guarantee covers
-        (:class:`~synth_core.privacy.Guarantee`)."""
+        relation, the public columns (``public_columns``, as given to
+        :meth:`Synthesizer.run`, with the ``public_columns`` option) and the records a
+        flag column marks public (``public_flag``). A table's budget account adds up
+        only runs its own guarantee covers (:class:`~synth_core.privacy.Guarantee`)."""
         return Guarantee(self.neighbours,
-                         _public_columns(public_columns, self.options.get("public_columns")))
+                         _public_columns(public_columns, self.options.get("public_columns")),
+                         public_flag)
 
     def mechanism_options(self) -> dict:
         """The options the mechanism is built with: :attr:`options`, plus the run's
@@ -582,9 +584,10 @@ class Synthesizer:
                 numeric_columns: Sequence[str] = (), categorical_columns: Sequence[str] = ()
                 ) -> tuple[Inputs, Workload, dict]:
         """What :meth:`run` does before it measures anything, with its arguments: the
-        mechanism's options checked, the domain and the inputs prepared, the workload
-        parsed and its marginals' sizes checked. Returns ``(inputs, workload,
-        options)``; raises the same errors :meth:`run` would, and spends nothing.
+        mechanism's options and neighbour relation checked, the domain and the inputs
+        prepared, the workload parsed and its marginals' sizes checked, the mechanism
+        built. Returns ``(inputs, workload, mechanism)``; raises the same errors
+        :meth:`run` would before its first round, and spends nothing.
 
         ``synth run`` calls it before it creates a new ``--budget-file`` account, so
         that a run refused for its inputs (a missing schema, a column the schema
@@ -596,6 +599,7 @@ class Synthesizer:
         if public_columns:
             options["public_columns"] = public_columns
         check_options(cfg.mechanism, options)   # before the data is read
+        MECHANISMS[cfg.mechanism].check_relation(cfg.neighbours, options)
         data, data_name, schema = domain_choices(
             data, public, schema=schema, public_flag=public_flag, drop_columns=drop_columns,
             numeric_columns=numeric_columns, categorical_columns=categorical_columns,
@@ -606,7 +610,9 @@ class Synthesizer:
                                 backend_options=backend_options, drop_columns=drop_columns)
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
         workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
-        return inputs, workload, options
+        # built here, so that what its constructor refuses is refused before any reservation
+        mechanism = make_mechanism(cfg.mechanism, **replace(cfg, options=options).mechanism_options())
+        return inputs, workload, mechanism
 
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,
             public_columns: Sequence[str] = (), data_name: str | None = None,
@@ -652,19 +658,20 @@ class Synthesizer:
         if budget is not None and backend == "memory":
             data, data_name = table_frame(data, data_name)   # loaded once: the account's check
         # before anything is reserved: a run refused for its inputs leaves no charge
-        inputs, workload, options = self.prepare(
+        inputs, workload, mechanism = self.prepare(
             data, public, schema=schema, public_flag=public_flag, public_columns=public_columns,
             data_name=data_name, public_name=public_name, backend=backend,
             backend_options=backend_options, drop_columns=drop_columns,
             numeric_columns=numeric_columns, categorical_columns=categorical_columns)
         if budget is None:
-            yield from self._execute(inputs, workload, options, started)
+            yield from self._execute(inputs, workload, mechanism, started)
             return
         from .budget import charged_run
-        yield from charged_run(budget, self, data, self.config.guarantee(public_columns),
-                               lambda: self._execute(inputs, workload, options, started))
+        yield from charged_run(budget, self, data,
+                               self.config.guarantee(public_columns, public_flag),
+                               lambda: self._execute(inputs, workload, mechanism, started))
 
-    def _execute(self, inputs: Inputs, workload: Workload, options: dict,
+    def _execute(self, inputs: Inputs, workload: Workload, mechanism,
                  started: float) -> Iterator[RoundEvent]:
         """:meth:`run` on prepared inputs: the rounds, the synthetic records, the report."""
         cfg = self.config
@@ -676,7 +683,6 @@ class Synthesizer:
         # release mode: this seed only drives data-independent draws (sampling the
         # synthetic records, a network's initial weights); the noise is OpenDP's
         seed = cfg.seed if seeded else secrets.randbits(63)
-        mechanism = make_mechanism(cfg.mechanism, **replace(cfg, options=options).mechanism_options())
         # the query-release mechanisms select single counting queries and fit no
         # Private-PGM model: they run their own rounds with the same ledger and event stream
         runner = QueryReleaseLoop if mechanism.capabilities.own_rounds else Engine

@@ -140,6 +140,8 @@ class BudgetCharge:
     #: what the run's rho is stated under (:meth:`Guarantee.to_json`; None in accounts
     #: made before guarantees were recorded)
     guarantee: dict | None = None
+    #: the run failed before it spent anything (it released nothing)
+    failed: bool = False
 
     @property
     def counted(self) -> float:
@@ -460,35 +462,60 @@ class BudgetAccount:
 
     @property
     def guarantee(self) -> Guarantee | None:
-        """What the total is stated under: the guarantee of the first run that spent on
-        the table (None before one did)."""
+        """What the total is stated under: set when the account was made, else the
+        guarantee of the first run charged to it that did not fail before measuring
+        anything (None before one was)."""
         state = self._state.get("guarantee")
         return None if state is None else Guarantee.from_json(state)
 
+    @property
+    def other_guarantees(self) -> list[Guarantee]:
+        """The guarantees of runs recorded in the account that its total does not cover
+        (runs that ended under another relation before they were recorded,
+        :meth:`record_spent`): no one guarantee covers a release chosen among the
+        table's runs."""
+        uncovered = set(self._state.get("uncovered") or ())
+        return [Guarantee.from_json(c["guarantee"]) for c in self._state["charges"]
+                if c["run_id"] in uncovered and c.get("guarantee")]
+
+    @property
+    def unknown_relations(self) -> int:
+        """Runs that spent budget before accounts recorded each run's guarantee."""
+        return sum(1 for c in self._state["charges"]
+                   if not c.get("guarantee") and (c["rho_spent"] or 0) > 0)
+
     def refuse_unless_covered(self, guarantee: Guarantee, what: str) -> None:
-        """GuaranteeMismatchError unless a run stated under ``guarantee`` is covered by the total
-        (:meth:`Guarantee.refusal_under`): rho adds up only under one relation."""
+        """GuaranteeMismatchError unless a run stated under ``guarantee`` is covered by
+        the total (:meth:`Guarantee.refusal_under`): rho adds up only under one relation."""
         total = self.guarantee
         reason = None if total is None else guarantee.refusal_under(total)
         if reason is not None:
+            columns = (f"{{public_columns}} within {', '.join(total.public_columns)}"
+                       if total.public_columns else "no {public_columns}")
+            rows = (f", public rows flagged by '{total.public_rows}' or none"
+                    if total.public_rows else ", no public rows flagged in the table")
             raise GuaranteeMismatchError(
                 f"Refused: {what} is stated under {guarantee.text()}, and the dataset "
-                f"'{self.label}' counts its total budget under {total.text()} (the relation "
-                f"of its first run): {reason}.",
+                f"'{self.label}' counts its total budget under {total.text()}: {reason}.",
                 hint=f"Run under the total's relation ({{neighbours}} {total.neighbours}, "
-                     f"{{public_columns}} at most {', '.join(total.public_columns) or 'none'}).",
-                path=str(self.path))
+                     f"{columns}{rows}).", path=str(self.path))
 
     def _charge(self, rho: float, what: str, mechanism: str, guarantee: Guarantee,
                 spent: float | None) -> BudgetCharge:
-        """Append a charge (under the lock); the first that spends sets the total's guarantee."""
-        if rho > 0:
-            self.refuse_unless_covered(guarantee, what)
-            self._state.setdefault("guarantee", guarantee.to_json())
+        """Append a charge (under the lock). The first sets the total's guarantee when
+        none is set; a recorded spend (``spent`` given) the guarantee does not cover is
+        kept among :attr:`other_guarantees`."""
         now = _now()
-        charge = BudgetCharge(f"run-{len(self._state['charges']) + 1}-{secrets.token_hex(3)}",
-                              str(mechanism), str(what), rho, spent, now,
-                              now if spent is not None else None, guarantee.to_json())
+        # no running number: a release's history would let its reader count the runs
+        # it leaves out (those that spent nothing)
+        charge = BudgetCharge(f"run-{secrets.token_hex(4)}", str(mechanism), str(what), rho,
+                              spent, now, now if spent is not None else None,
+                              guarantee.to_json())
+        if self.guarantee is None:
+            self._state["guarantee"] = guarantee.to_json()
+            self._state["guarantee_from"] = charge.run_id
+        elif guarantee.refusal_under(self.guarantee) is not None:
+            self._state.setdefault("uncovered", []).append(charge.run_id)
         self._state["charges"].append(asdict(charge))
         self._write()
         return charge
@@ -496,20 +523,25 @@ class BudgetAccount:
     def reserve(self, rho: float, what: str, *, guarantee: Guarantee, mechanism: str = "",
                 delta: float | None = None) -> BudgetCharge:
         """Reserve ``rho`` for a run about to start, stated under ``guarantee`` (under
-        the file lock).
+        the file lock), whatever its rho (a bounded run that spends nothing still
+        publishes the number of records).
 
         Raises BudgetExceededError, naming what is left, when
-        ``spent + rho > total_rho``, and GuaranteeMismatchError when the total is stated under
-        a relation that does not cover the run (:meth:`refuse_unless_covered`);
-        nothing is recorded then.
+        ``spent + rho > total_rho``, and GuaranteeMismatchError when the total is
+        stated under a relation that does not cover the run
+        (:meth:`refuse_unless_covered`); nothing is recorded then.
         """
         rho = _check_rho(rho, "A run's budget")
         with self._locked():
             self.refuse_unless_fits(rho, what, delta)
+            self.refuse_unless_covered(guarantee, what)
             return self._charge(rho, what, mechanism, guarantee, None)
 
-    def settle(self, reservation: BudgetCharge, spent: float) -> BudgetCharge:
-        """Record what a reserved run spent (``0 <= spent <= reserved``); the rest returns."""
+    def settle(self, reservation: BudgetCharge, spent: float, *, finished: bool) -> BudgetCharge:
+        """Record what a reserved run spent (``0 <= spent <= reserved``); the rest returns.
+        A run that failed (``finished`` False) before spending anything released nothing:
+        if its guarantee was the total's only because it came first, the total's
+        guarantee is again that of the runs that did not fail (none: unset)."""
         spent = _check_rho(spent, "A run's spent budget")
         if spent > reservation.rho_reserved * (1.0 + RELATIVE_TOLERANCE):
             raise ConfigError(f"Run {reservation.run_id} spent rho = {spent:.6g}, more than its "
@@ -524,16 +556,32 @@ class BudgetAccount:
             if entry["rho_spent"] is not None:
                 raise ConfigError(f"Run {reservation.run_id} is already settled.")
             entry["rho_spent"], entry["settled_time"] = spent, _now()
+            if spent == 0 and not finished:
+                entry["failed"] = True
+                if self._state.get("guarantee_from") == entry["run_id"]:
+                    self._guarantee_without(entry["run_id"])
             self._write()
         return BudgetCharge(**entry)
+
+    def _guarantee_without(self, run_id: str) -> None:
+        """Set the total's guarantee again from the charges that did not fail, other
+        than ``run_id`` (under the lock): the first of them, or none."""
+        self._state.pop("guarantee", None)
+        self._state.pop("guarantee_from", None)
+        for c in self._state["charges"]:
+            if c["run_id"] != run_id and not c.get("failed") and c.get("guarantee"):
+                self._state["guarantee"], self._state["guarantee_from"] = \
+                    c["guarantee"], c["run_id"]
+                return
 
     def record_spent(self, rho: float, what: str, *, guarantee: Guarantee,
                      mechanism: str = "") -> BudgetCharge:
         """Record budget already spent on the table outside the account (runs that
-        ended before it existed), stated under ``guarantee``. It is counted whatever
-        the total: spending happened, so the account may be left with nothing; a
-        guarantee the total's does not cover is refused (GuaranteeMismatchError) all the same,
-        since the total would not bound it."""
+        ended before it existed, or while it was being made), stated under
+        ``guarantee``. It is counted whatever the total and whatever the total's
+        guarantee: spending happened, so the account may be left with nothing, and a
+        guarantee the total's does not cover is kept among :attr:`other_guarantees`
+        (releases then claim no epsilon for a run chosen among the table's runs)."""
         rho = _check_rho(rho, "Spent budget")
         with self._locked():
             return self._charge(rho, what, mechanism, guarantee, rho)
@@ -573,8 +621,15 @@ class BudgetAccount:
         this = run.counted
         spent_before = math.fsum(before)
         guarantee = self.guarantee
+        others = sorted({g.text() for g in self.other_guarantees})
+        mixed = (" Runs stated under other relations were charged to this table too ("
+                 + "; ".join(others) + "): no one guarantee covers a release chosen among its "
+                 "runs." if others else "")
+        if self.unknown_relations:
+            mixed += (f" {self.unknown_relations} earlier run(s) were charged before accounts "
+                      "recorded each run's relation.")
         return {"label": self.label, "total_rho": self.total_rho,
-                "guarantee": None if guarantee is None else guarantee.text(),
+                "guarantee": None if guarantee is None else guarantee.text() + mixed,
                 "spent_before_rho": spent_before, "this_run_rho": this,
                 "remaining_rho": max(0.0, self.total_rho - spent_before - this),
                 "composition": "rho-zCDP adds over runs; the total counts every run on this "
@@ -634,7 +689,7 @@ def charged_run(account: BudgetAccount, synth, data, guarantee: Guarantee, start
         yield from start()
     finally:
         spent = synth.engine.ledger.spent if synth.engine is not None else 0.0
-        reservation = account.settle(reservation, spent)
+        reservation = account.settle(reservation, spent, finished=synth.result is not None)
     if synth.result is not None:
         block = account.release_block(reservation)
         check_release(block)

@@ -611,11 +611,12 @@ def pending_jobs(sweep: Sweep, store: ResultStore) -> tuple[list[Job], int]:
 class JobCharge(Protocol):
     """Charges a sweep's runs to their tables' budget accounts: ``reserve`` before a
     job reads its data (raising when it does not fit), ``settle`` after it with the
-    rho it spent (None: unknown, the whole reservation counts)."""
+    rho it spent (None: unknown, the whole reservation counts) and whether it
+    finished (a run that failed before spending released nothing)."""
 
     def reserve(self, job: Job) -> object: ...
 
-    def settle(self, hold: object, rho_spent: float | None) -> None: ...
+    def settle(self, hold: object, rho_spent: float | None, *, finished: bool) -> None: ...
 
 
 def run_sweep(sweep: Sweep, store: ResultStore, *, isolate: bool = False, quiet: bool = False,
@@ -645,7 +646,8 @@ def run_sweep(sweep: Sweep, store: ResultStore, *, isolate: bool = False, quiet:
                 store.write(row, marginals)
         finally:
             if charge is not None:
-                charge.settle(hold, None if row is None else row.get("rho_spent"))
+                charge.settle(hold, None if row is None else row.get("rho_spent"),
+                              finished=row is not None and row.get("status") == FINISHED)
         yield {c: row.get(c) for c in RUN_COLUMNS}
 
 

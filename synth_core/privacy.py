@@ -172,8 +172,9 @@ class Neighbours(str, Enum):
 
 @dataclass(frozen=True)
 class Guarantee:
-    """What a run's rho is stated under: the neighbour relation and the columns
-    treated as public for every record (the guarantee protects the others).
+    """What a run's rho is stated under: the neighbour relation, the columns
+    treated as public for every record, and the records treated as public (those a
+    flag column marks in the private table; the guarantee protects the others).
 
     Runs on one table compose by adding their rho only when each is stated under
     the relation the total is stated under, or under one with fewer neighbouring
@@ -181,7 +182,10 @@ class Guarantee:
     tables that differ in one record's values outside ``P``; those pairs include
     every pair differing outside any ``P' >= P``, so it is rho-zCDP under ``P'``
     too (:meth:`refusal_under` admits it). The converse fails: a run that treats
-    more columns as public releases them without noise. A bounded run publishes
+    more columns as public releases them without noise. Records flagged public
+    are the same: a run that uses them (``public_rows``, the flag column) protects
+    only the others, so it is covered only by a total stated with the same flag;
+    a run that keeps them private is covered by either. A bounded run publishes
     the number of records, which no add/remove-one guarantee covers; an unbounded
     run is only ``4 rho``-zCDP under replace-one (group privacy over the removal
     and the addition), so it is refused too rather than charged a different rho.
@@ -189,24 +193,31 @@ class Guarantee:
 
     neighbours: str
     public_columns: tuple[str, ...] = ()
+    public_rows: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "neighbours", Neighbours.parse(self.neighbours).value)
         object.__setattr__(self, "public_columns", tuple(sorted(set(map(str, self.public_columns)))))
+        if self.public_rows is not None:
+            object.__setattr__(self, "public_rows", str(self.public_rows))
 
     def to_json(self) -> dict:
-        return {"neighbours": self.neighbours, "public_columns": list(self.public_columns)}
+        return {"neighbours": self.neighbours, "public_columns": list(self.public_columns),
+                "public_rows": self.public_rows}
 
     @classmethod
     def from_json(cls, state: dict) -> "Guarantee":
-        return cls(state["neighbours"], tuple(state.get("public_columns") or ()))
+        return cls(state["neighbours"], tuple(state.get("public_columns") or ()),
+                   state.get("public_rows"))
 
     def text(self) -> str:
-        """In words: "bounded DP (replace one record)", and the public columns."""
+        """In words: "bounded DP (replace one record)", the public columns and rows."""
         relation = ("bounded DP (replace one record)" if self.neighbours == "bounded"
                     else "unbounded DP (add or remove one record)")
         if self.public_columns:
             relation += f", columns {', '.join(self.public_columns)} public"
+        if self.public_rows is not None:
+            relation += f", the records flagged by column '{self.public_rows}' public"
         return relation
 
     def refusal_under(self, total: "Guarantee") -> str | None:
@@ -224,18 +235,23 @@ class Guarantee:
             return (f"this run treats {', '.join(extra)} as public too: it would release "
                     f"{'that column' if len(extra) == 1 else 'those columns'} without noise, "
                     "which the total does not cover")
+        if self.public_rows is not None and self.public_rows != total.public_rows:
+            return (f"this run treats the records flagged by column '{self.public_rows}' as "
+                    "public: it would use them without noise, which the total does not cover")
         return None
 
     @staticmethod
     def widest(guarantees) -> "Guarantee | None":
         """The one guarantee under which all of ``guarantees`` are covered (same
-        relation, the union of their public columns); None when their neighbour
-        relations differ (or there are none)."""
+        relation and public rows, the union of their public columns); None when their
+        neighbour relations or their public rows differ (or there are none)."""
         guarantees = list(guarantees)
-        if not guarantees or len({g.neighbours for g in guarantees}) > 1:
+        rows = {g.public_rows for g in guarantees} - {None}
+        if not guarantees or len({g.neighbours for g in guarantees}) > 1 or len(rows) > 1:
             return None
         return Guarantee(guarantees[0].neighbours,
-                         tuple(c for g in guarantees for c in g.public_columns))
+                         tuple(c for g in guarantees for c in g.public_columns),
+                         next(iter(rows), None))
 
 
 # --------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def account(tmp_path, total=1.0, name="acct.json", fingerprint="f" * 64) -> Budg
 def test_reserve_refuses_at_the_cap_and_says_what_is_left(tmp_path):
     acc = account(tmp_path, total=1.0)
     a = acc.reserve(0.4, "run A", guarantee=BOUNDED)
-    acc.settle(a, 0.25)                               # the unspent 0.15 returns
+    acc.settle(a, 0.25, finished=True)                # the unspent 0.15 returns
     b = acc.reserve(0.5, "run B", guarantee=BOUNDED)                     # open: counts as reserved
     assert acc.spent == pytest.approx(0.75) and acc.remaining == pytest.approx(0.25)
     with pytest.raises(BudgetExceededError) as exc:
@@ -42,10 +42,10 @@ def test_reserve_refuses_at_the_cap_and_says_what_is_left(tmp_path):
     assert len(acc.history()) == 2                    # nothing recorded on a refusal
     acc.reserve(0.25, "run D", guarantee=BOUNDED)                        # exactly the rest fits
     with pytest.raises(ConfigError):
-        acc.settle(b, 0.6)                            # never more than reserved
-    acc.settle(b, 0.5)
+        acc.settle(b, 0.6, finished=True)             # never more than reserved
+    acc.settle(b, 0.5, finished=True)
     with pytest.raises(ConfigError):
-        acc.settle(b, 0.5)                            # settled once
+        acc.settle(b, 0.5, finished=True)             # settled once
 
 
 def test_total_in_epsilon_delta_is_the_exact_conversion(tmp_path):
@@ -59,7 +59,7 @@ def test_total_in_epsilon_delta_is_the_exact_conversion(tmp_path):
 
 def test_the_account_survives_a_restart_in_another_process(tmp_path):
     acc = account(tmp_path, total=1.0)
-    acc.settle(acc.reserve(0.6, "run A", mechanism="aim", guarantee=BOUNDED), 0.6)
+    acc.settle(acc.reserve(0.6, "run A", mechanism="aim", guarantee=BOUNDED), 0.6, finished=True)
     script = ("import sys; from synth_core.budget import BudgetAccount\n"
               "from synth_core.privacy import Guarantee\n"
               "a = BudgetAccount.open(sys.argv[1])\n"
@@ -266,7 +266,7 @@ def test_a_run_refused_for_its_data_leaves_no_trace_in_later_releases(tmp_path, 
     assert len(BudgetAccount.open(acct).charges) == 1
     # and a run that failed before measuring anything is left out of later histories
     account = BudgetAccount.open(acct)
-    account.settle(account.reserve(0.01, "failed", guarantee=BOUNDED), 0.0)
+    account.settle(account.reserve(0.01, "failed", guarantee=BOUNDED), 0.0, finished=False)
     assert main([*run, *files]) == 0
     history = json.loads((tmp_path / "r.json").read_text())["budget_account"]["history"]
     assert [h["rho_spent"] > 0 for h in history] == [True, True]
@@ -1041,3 +1041,73 @@ def test_a_release_chosen_among_runs_of_different_relations_claims_no_epsilon(wb
     with pytest.raises(ConfigError, match="different neighbour relations"):
         wb.set_dataset_budget(5.0, 1e-9)
     assert wb.dataset_budget() is None
+
+
+def test_helper_61_relations_a_total_admits_are_checked_on_every_path(tmp_path, capsys):
+    """helper-61's attacks on the first version of 'one relation per total'."""
+    import re
+
+    from synth_core.cli import main
+    from synth_core.errors import GuaranteeMismatchError
+    files = _titanic_files(tmp_path)
+    acct = tmp_path / "a.json"
+    run = ["run", *files[:2], *files[4:], "--epsilon", "0.5", "--rounds", "2", "--fit-iters",
+           "10", "--final-fit-iters", "20", "--quiet", "--budget-file", str(acct),
+           "--out", str(tmp_path / "s.csv"), "--report", str(tmp_path / "r.json")]
+    # a mechanism refused for its relation is refused before any account or charge
+    assert main([*run, "--mechanism", "jam-pgm", "--neighbours", "unbounded",
+                 "--budget-total-epsilon", "3"]) == 2
+    assert "defined under bounded DP only, not unbounded" in capsys.readouterr().err
+    assert not acct.exists()
+    assert main([*run, "--mechanism", "mwem-pgm", "--neighbours", "unbounded",
+                 "--budget-total-epsilon", "3"]) == 0
+    # a bounded run that spends nothing still publishes the number of records
+    assert main([*run, "--mechanism", "public-only"]) == 2
+    assert "publishes the number of records" in capsys.readouterr().err
+    # records flagged public in the table are released without noise: not under this total
+    flagged = tmp_path / "flagged.csv"
+    table = pd.read_csv(files[1]).assign(is_public="no")
+    table.to_csv(flagged, index=False)
+    account = BudgetAccount.open(acct)
+    with pytest.raises(GuaranteeMismatchError, match="flagged by column 'is_public'"):
+        account.reserve(0.01, "x", guarantee=Guarantee("unbounded", (), "is_public"))
+    assert [re.fullmatch(r"run-[0-9a-f]{8}", c.run_id) is not None
+            for c in account.charges] == [True]           # no running number to count by
+    # a run that failed before measuring anything does not fix a new total's relation
+    fresh = BudgetAccount.create(tmp_path / "f.json", label="t", fingerprint="f", total_rho=1.0)
+    fresh.settle(fresh.reserve(0.1, "failed", guarantee=Guarantee("unbounded")), 0.0,
+                 finished=False)
+    assert fresh.guarantee is None
+    fresh.reserve(0.1, "bounded", guarantee=BOUNDED)
+    assert fresh.guarantee == BOUNDED
+
+
+def test_a_session_run_is_recorded_when_another_process_makes_the_account(tmp_path,
+                                                                         monkeypatch):
+    """helper-61: runs of a session made before an account that another session or a
+    `synth run --budget-file` created were counted nowhere (one in progress raised in
+    its worker thread), and the release then claimed an epsilon."""
+    from synth_core.workbench.budget import BudgetService
+    from synth_core.workbench.runs import selection_block
+    monkeypatch.setenv("SYNTH_WORKBENCH_OUT", str(tmp_path))
+    from synth_core.api import RunConfig
+    service = BudgetService()
+    unbounded = RunConfig("mwem-pgm", epsilon=1.0, neighbours="unbounded")
+    done = service.reserve("f" * 64, unbounded, "earlier")          # no account yet
+    going = service.reserve("f" * 64, unbounded, "still going")
+    service.settle(done, 0.01, finished=True)
+    other = BudgetService()                                          # another session
+    other.create("f" * 64, 3.0, 1e-9, "t")
+    bounded = other.reserve("f" * 64, RunConfig("mwem-pgm", epsilon=1.0), "bounded run")
+    other.settle(bounded, 0.01, finished=True)
+    charge = service.settle(going, 0.012, finished=True)             # no exception
+    assert charge is not None and charge.rho_spent == 0.012
+    spent, where = service.table_spent("f" * 64)
+    assert spent == pytest.approx(0.032) and "budget account" in where
+    guarantees = service.table_guarantees("f" * 64)
+    assert guarantees == {Guarantee("bounded"), Guarantee("unbounded")}
+    block = selection_block(0.01, spent, 1e-9, where, guarantees, Guarantee("bounded"))
+    assert block["epsilon_if_chosen"] is None
+    account = BudgetService.account("f" * 64)
+    assert "other relations were charged" in account.release_block(account.charges[-1])[
+        "guarantee"]

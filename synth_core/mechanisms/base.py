@@ -296,6 +296,21 @@ class Mechanism(ABC):
             cls.option(key)
 
     @classmethod
+    def check_relation(cls, neighbours: str, options: Mapping[str, Any]) -> None:
+        """ConfigError, before any data is read, for a neighbour relation the
+        mechanism is not defined under (:attr:`Capabilities.neighbours`, or
+        ``conditional_neighbours`` with ``conditional``). A run refused here
+        reserves no budget, so it fixes no table's relation."""
+        caps = cls.capabilities
+        conditional = bool(options.get("conditional"))
+        relations = caps.conditional_neighbours if conditional else caps.neighbours
+        if neighbours not in relations:
+            title = f"Conditional {cls.title}" if conditional else cls.title
+            raise ConfigError(f"{title} is defined under {' or '.join(relations)} DP only, "
+                              f"not {neighbours}.",
+                              hint=f"Choose {{neighbours}} {relations[0]}.")
+
+    @classmethod
     def build(cls, **options) -> "Mechanism":
         """The mechanism with checked options (defaults for the rest)."""
         cls.check_options(options)

@@ -27,7 +27,7 @@ from typing import Sequence
 from pathlib import Path
 
 from ..budget import BudgetAccount, BudgetCharge, run_rho
-from ..errors import ConfigError
+from ..errors import ConfigError, GuaranteeMismatchError
 from ..privacy import Guarantee, cdp_epsilon, rho_from_epsilon_delta
 from ..report import atomic_write_bytes
 
@@ -136,10 +136,10 @@ class BudgetService:
     """Find, create, reserve and settle tables' accounts, by table fingerprint."""
 
     #: rho this session's runs spent on tables without an account, by table
-    #: fingerprint (recorded in the account when the curator sets the total)
-    unbudgeted_rho: dict[str, float] = field(default_factory=dict)
-    #: what those runs' rho is stated under, by table fingerprint
-    unbudgeted_guarantees: dict[str, set] = field(default_factory=dict)
+    #: fingerprint and by the guarantee it is stated under (a finished run that spent
+    #: nothing is kept at 0: its release still tells under which relation); recorded
+    #: in the account when the curator sets the total, or once one is found
+    unbudgeted: dict[str, dict[Guarantee, float]] = field(default_factory=dict)
     #: this session's runs in progress on tables without an account, by table
     #: fingerprint (reserved in the account when the curator sets the total)
     _running: dict[str, list[BudgetHold]] = field(default_factory=dict, repr=False)
@@ -170,12 +170,12 @@ class BudgetService:
         progress on the table are reserved in it at once, so the total counts them
         too (a total they would pass is refused in the same way)."""
         with self._lock:
-            earlier = self.unbudgeted_rho.get(fingerprint, 0.0)
+            made_before = self.unbudgeted.get(fingerprint, {})
+            earlier = sum(made_before.values())
             running = [h for h in self._running.get(fingerprint, []) if h.charge is None]
             in_progress = sum(h.rho for h in running)
             total = rho_from_epsilon_delta(float(epsilon), float(delta))
-            made = self.unbudgeted_guarantees.get(fingerprint, set()) | \
-                {h.guarantee for h in running if h.rho > 0}
+            made = set(made_before) | {h.guarantee for h in running}
             guarantee = Guarantee.widest(made)
             if made and guarantee is None:
                 raise ConfigError(
@@ -204,34 +204,52 @@ class BudgetService:
                                            fingerprint_of=fingerprint_of,
                                            epsilon=float(epsilon), delta=float(delta),
                                            guarantee=guarantee)
-            earlier = self.unbudgeted_rho.pop(fingerprint, 0.0)
-            self.unbudgeted_guarantees.pop(fingerprint, None)
-            if earlier > 0:
-                account.record_spent(earlier, "runs in this session before the total was set",
-                                     guarantee=guarantee)
+            for made_under, rho in self.unbudgeted.pop(fingerprint, {}).items():
+                if rho > 0:
+                    account.record_spent(rho, "runs in this session before the total was set",
+                                         guarantee=made_under)
             for hold in running:
                 hold.account = account
                 hold.charge = account.reserve(hold.rho, hold.what, guarantee=hold.guarantee,
                                               mechanism=hold.mechanism, delta=float(delta))
         return account
 
+    def _absorb(self, fingerprint: str) -> None:
+        """Once the table has an account, record in it what this session's runs spent
+        on the table before (the account may have been made by another session or a
+        ``synth run --budget-file``): the total counts every run on the table. A run
+        under a relation the account's guarantee does not cover is recorded all the
+        same (spending happened), among its :attr:`~BudgetAccount.other_guarantees`."""
+        with self._lock:
+            if not self.unbudgeted.get(fingerprint):
+                return
+            account = self.account(fingerprint)
+            if account is None:
+                return
+            for made_under, rho in self.unbudgeted.pop(fingerprint).items():
+                account.record_spent(rho, "runs in this session before the total was found",
+                                     guarantee=made_under)
+
     def table_spent(self, fingerprint: str) -> tuple[float, str]:
         """(rho spent on the table, what that counts): its account's spend (every
         run charged to it, in any session) if its total is set, else what this
         session's runs spent on it."""
+        self._absorb(fingerprint)
         account = self.account(fingerprint)
         if account is not None:
             return account.spent, f"its budget account '{account.label}'"
-        return self.unbudgeted_rho.get(fingerprint, 0.0), "this session's runs"
+        return sum(self.unbudgeted.get(fingerprint, {}).values()), "this session's runs"
 
     def table_guarantees(self, fingerprint: str) -> set[Guarantee]:
         """What the rho :meth:`table_spent` counts is stated under: the account's
-        guarantee (every run charged to it is covered by it), else those of this
-        session's runs on the table."""
+        guarantee and those of runs recorded in it that it does not cover, else those
+        of this session's runs on the table."""
+        self._absorb(fingerprint)
         account = self.account(fingerprint)
         if account is not None:
-            return {account.guarantee} if account.guarantee is not None else set()
-        return set(self.unbudgeted_guarantees.get(fingerprint, set()))
+            return ({account.guarantee} if account.guarantee is not None else set()) | \
+                set(account.other_guarantees)
+        return set(self.unbudgeted.get(fingerprint, {}))
 
     def check_fits(self, fingerprint: str, runs, delta: float, what: str) -> None:
         """Refuse up front (BudgetExceededError, saying what is left) when ``runs``
@@ -244,16 +262,18 @@ class BudgetService:
         account.refuse_unless_fits(need, what, delta)
 
     def reserve(self, fingerprint: str, config, what: str,
-                public_columns: Sequence[str] = ()) -> BudgetHold:
-        """Reserve the rho of a run of ``config`` (a RunConfig; ``public_columns`` as
-        given to the run) in the table's account before it starts
+                public_columns: Sequence[str] = (), public_flag: str | None = None
+                ) -> BudgetHold:
+        """Reserve the rho of a run of ``config`` (a RunConfig; ``public_columns`` and
+        ``public_flag`` as given to the run) in the table's account before it starts
         (BudgetExceededError when it does not fit, GuaranteeMismatchError when the
         total is stated under a relation that does not cover it). Without an account
         nothing is reserved, but the hold remembers the table, so that what the run
         spends is counted once the curator sets the table's total."""
         rho = run_rho(config.mechanism, config.epsilon, config.delta)
         hold = BudgetHold(fingerprint, what, config.mechanism, rho,
-                          config.guarantee(public_columns))
+                          config.guarantee(public_columns, public_flag))
+        self._absorb(fingerprint)
         with self._lock:
             account = self.account(fingerprint)
             if account is None:
@@ -264,33 +284,35 @@ class BudgetService:
                                       mechanism=config.mechanism, delta=float(config.delta))
         return hold
 
-    def settle(self, hold: BudgetHold, spent: float | None) -> BudgetCharge | None:
+    def settle(self, hold: BudgetHold, spent: float | None, *,
+               finished: bool) -> BudgetCharge | None:
         """Settle a hold with what the run spent (None: unknown, the whole
-        reservation counts). A run that started before the table had an account
-        is recorded in the account if one exists now, else kept in
-        ``unbudgeted_rho`` until :meth:`create` records it."""
+        reservation counts); ``finished``: the run ended with a result (else it
+        failed or was stopped). A run that started before the table had an account
+        is recorded in the account if one exists now (never refused: spending
+        happened), else kept in :attr:`unbudgeted` until :meth:`create` records it;
+        a run that failed before spending anything is not kept."""
         spent = hold.rho if spent is None else float(spent)
         with self._lock:
             running = self._running.get(hold.fingerprint, [])
             running[:] = [h for h in running if h is not hold]
-            if hold.charge is None:    # no account when it started, nor since
-                if spent <= 0:
+            if hold.charge is None:    # no account when it started
+                if spent <= 0 and not finished:
                     return None
                 account = self.account(hold.fingerprint)
                 if account is not None:
                     return account.record_spent(spent, hold.what, guarantee=hold.guarantee,
                                                 mechanism=hold.mechanism)
-                self.unbudgeted_rho[hold.fingerprint] = \
-                    self.unbudgeted_rho.get(hold.fingerprint, 0.0) + spent
-                self.unbudgeted_guarantees.setdefault(hold.fingerprint, set()).add(hold.guarantee)
+                made = self.unbudgeted.setdefault(hold.fingerprint, {})
+                made[hold.guarantee] = made.get(hold.guarantee, 0.0) + spent
                 return None
-        return hold.account.settle(hold.charge, spent)
+        return hold.account.settle(hold.charge, spent, finished=finished)
 
     def settle_run(self, hold: BudgetHold, worker) -> None:
         """After a background run: settle with its ledger's spend and put the
         account's block (label, total, before, this run, remaining, history)
         in a finished run's report."""
-        charge = self.settle(hold, worker.rho_spent)
+        charge = self.settle(hold, worker.rho_spent, finished=worker.result is not None)
         if charge is not None and hold.account is not None and worker.result is not None:
             worker.result.report["budget_account"] = hold.account.release_block(charge)
 
@@ -440,9 +462,19 @@ class SweepCharges:
             if account is None:
                 continue
             names = sorted({j.dataset.name for j in todo})
-            for j in todo:
-                account.refuse_unless_covered(j.config.guarantee(j.public_columns),
-                                              f"the sweep's run {j.charge_label()!r}")
+            guarantees = {j.config.guarantee(j.public_columns, j.dataset.public_flag): j
+                          for j in todo}
+            if account.guarantee is None and len(guarantees) > 1:
+                raise GuaranteeMismatchError(
+                    f"The sweep's runs on dataset{'s' if len(names) > 1 else ''} "
+                    f"{', '.join(map(repr, names))} are stated under "
+                    f"{len(guarantees)} relations ({'; '.join(sorted(g.text() for g in guarantees))}), "
+                    f"and the table's total ('{account.label}') has none yet: its first run "
+                    "would fix it, and the others would be refused part way.",
+                    hint="Run the sweep's runs under one relation ({neighbours}, the same "
+                         "public columns and rows).")
+            for g, j in guarantees.items():
+                account.refuse_unless_covered(g, f"the sweep's run {j.charge_label()!r}")
             need = sum(run_rho(j.config.mechanism, j.config.epsilon, j.config.delta) for j in todo)
             account.refuse_unless_fits(
                 need, f"this sweep's {len(todo)} run(s) on dataset"
@@ -460,8 +492,9 @@ class SweepCharges:
         if fingerprint is None:
             return None
         return self.service.reserve(fingerprint, job.config, f"synth sweep: {job.charge_label()}",
-                                    job.public_columns)
+                                    job.public_columns, job.dataset.public_flag)
 
-    def settle(self, hold: BudgetHold | None, rho_spent: float | None) -> None:
+    def settle(self, hold: BudgetHold | None, rho_spent: float | None, *,
+               finished: bool) -> None:
         if hold is not None:
-            self.service.settle(hold, rho_spent)
+            self.service.settle(hold, rho_spent, finished=finished)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..errors import BudgetExceededError, ConfigError
 from ..budget import run_rho
+from ..experiments import FINISHED
 from ..experiments import STOPPED as STOPPED_RUN
 from ..experiments import (DatasetSpec, MechanismSpec, ResultStore, Sweep, job_summary,
                            pending_jobs, run_job)
@@ -153,14 +154,16 @@ class CompareService(BackgroundService):
             # each job is charged to the table's account before it reads the data
             try:
                 held = self.budget.reserve(setup.fingerprint, j.config,
-                                           f"compare: {j.charge_label()}", j.public_columns)
+                                           f"compare: {j.charge_label()}", j.public_columns,
+                                           j.dataset.public_flag)
             except BudgetExceededError as exc:   # not run, not stored: shown on the page
                 return {**job, "status": REFUSED, "error": str(exc)}
             row = None
             try:
                 row, marginals = run_job(j, should_stop=should_stop)
             finally:
-                self.budget.settle(held, (row or {}).get("rho_spent"))
+                self.budget.settle(held, (row or {}).get("rho_spent"),
+                                   finished=(row or {}).get("status") == FINISHED)
             if row["status"] == STOPPED_RUN:
                 self.rho += row["rho_spent"]
                 return None

@@ -601,7 +601,8 @@ class Workbench:
         label = f"{self.mechanism_title(s)}, ε={s.epsilon:g} on {self.data_name}"
         kwargs = self.run_kwargs()
         # charged to the table's account before the run reads the data; settled when it ends
-        held = self.budget.reserve(self._fingerprint(), synth.config, label, kwargs["public_columns"])
+        held = self.budget.reserve(self._fingerprint(), synth.config, label,
+                                   kwargs["public_columns"], kwargs.get("public_flag"))
         self.worker = RunWorker(synth, kwargs, label=label,
                                 on_done=lambda w: self.budget.settle_run(held, w)).start()
         self._pending = PendingRun(s, self.reproduce_command(s), self.data_name,
