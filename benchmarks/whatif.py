@@ -118,9 +118,12 @@ def run_predicted(data: str, epsilon: float, seed: int, split: str) -> None:
                 cpu_seconds=cpu_seconds() - cpu))
 
 
-def female_shares(data: str) -> tuple[float, float]:
-    """Share of sex code 0 (female) in the private and the public table."""
+def female_shares(data: str) -> tuple[float | None, float | None]:
+    """Share of sex code 0 (female) in the private and the public table (the Adult
+    splits' bias; None for a table without a ``sex`` column)."""
     private, public, _ = load(data)
+    if "sex" not in private.columns:
+        return None, None
     return float((private["sex"] == 0).mean()), float((public["sex"] == 0).mean())
 
 
@@ -140,7 +143,8 @@ def summary(data: str, epsilon: float, split: str) -> dict | None:
                 within_1_5=None if ratio is None else bool(1 / 1.5 <= ratio <= 1.5),
                 seconds=statistics.mean(r["seconds"] for r in pred.values()),
                 public_proxy=public_proxy().get(data),
-                private_female_share=round(priv_f, 4), public_female_share=round(pub_f, 4))
+                private_female_share=None if priv_f is None else round(priv_f, 4),
+                public_female_share=None if pub_f is None else round(pub_f, 4))
 
 
 def loadavg() -> str:

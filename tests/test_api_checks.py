@@ -81,6 +81,13 @@ def test_repeated_column_names_are_named():
         synthesize(table(), df, schema=dict(SIZES), **{**QUICK, "mechanism": "jam-pgm"})
 
 
+def test_an_unnamed_dataframe_is_called_one_in_messages():
+    """helper-59: errors said "private table 'private table'"."""
+    empty = table().iloc[:0]
+    with pytest.raises(DataError, match="private table 'unnamed DataFrame' has no rows"):
+        synthesize(empty, schema=dict(SIZES), **QUICK)
+
+
 def test_column_names_that_are_not_text_are_named_with_the_fix():
     """A frame read with header=None or built from an array has integer column names;
     the error that lists columns missing from the schema used to crash on them."""

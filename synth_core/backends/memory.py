@@ -48,7 +48,7 @@ class MemoryBackend:
     def __init__(self, source, *, name: str | None = None, **options):
         if isinstance(source, pd.DataFrame):
             check_column_names(source, "the private table")
-            self.frame, label = source, "private table"
+            self.frame, label = source, "unnamed DataFrame"   # data_name= names it
         elif isinstance(source, (str, Path)):
             self.frame, label = load_table(source), Path(source).name
         else:
