@@ -61,7 +61,7 @@ def cost_preview() -> None:
     c2.metric("Budget on the private data (rho)", f"{rho:.4g}",
               help=f"epsilon = {cdp_epsilon(rho, delta):.4g} at delta = {delta:g}" if rho > 0
               else "no private data is read")
-    c3.metric("Time estimate", describe_total(plans))
+    c3.metric("CPU time estimate", describe_total(plans), help=TIME_NOTE)
     left = (f"The table's total budget has {account.left_text(delta)} left."
             if account is not None else "The table has no total budget set (Data page): "
             "runs are not capped, only counted.")

@@ -95,7 +95,7 @@ def cost_preview(wb, mechs, eps, seeds: int) -> None:
               help=f"{len(mechs)} mechanism(s) x {len(eps)} epsilon(s) x {seeds} seed(s)")
     c2.metric("Budget on the private data", "none",
               help="stand-in runs never read the private table; their ledgers are simulated")
-    c3.metric("Time estimate", describe_total(plans))
+    c3.metric("CPU time estimate", describe_total(plans), help=TIME_NOTE)
     st.caption(f"**Cost before you start: {runs} stand-in run(s), no privacy budget** (they "
                "never read the private table). The error estimates for every epsilon "
                "appear at once and measured points replace them as each stand-in run "

@@ -303,7 +303,7 @@ def test_compare_page_shows_runs_budget_and_time_before_start(tmp_path, monkeypa
     rho = 3 * (rho_from_epsilon_delta(0.5, wb.settings.delta)
                + rho_from_epsilon_delta(5.0, wb.settings.delta))      # public-only: 0
     assert metric(at, "Budget on the private data (rho)") == f"{rho:.4g}"
-    assert metric(at, "Time estimate") == describe_seconds(page_seconds(wb, mechs, eps, 3))
+    assert metric(at, "CPU time estimate") == describe_seconds(page_seconds(wb, mechs, eps, 3))
     assert wb.compare.worker is None           # nothing started
     assert any("Cost before you start: 12 run(s)" in c.value and "no total budget set" in c.value
                for c in at.caption)
@@ -317,5 +317,5 @@ def test_what_if_section_shows_runs_no_budget_and_time_before_start(tmp_path, mo
     at, wb = choose_on_page("app_pages/workload.py", "wi", mechs, eps, 2, monkeypatch, tmp_path)
     assert metric(at, "Stand-in runs") == "8"
     assert metric(at, "Budget on the private data") == "none"
-    assert metric(at, "Time estimate") == describe_seconds(page_seconds(wb, mechs, eps, 2))
+    assert metric(at, "CPU time estimate") == describe_seconds(page_seconds(wb, mechs, eps, 2))
     assert wb.whatif.worker is None
