@@ -12,7 +12,7 @@ from app_pages.common import show_error, show_finished_worker
 from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts
 from synth_core.side_by_side import WORKLOAD_ERROR_SCALE
-from synth_core.whatif import NOT_PREDICTED, STANDINS, ranking_note
+from synth_core.whatif import NOT_PREDICTED, STANDINS, ranking_note, target_note
 from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 from synth_core.workbench.what_if import ASSUMED_N_RANGE, DEFAULT_ASSUMED_N, what_if_plan
@@ -123,6 +123,14 @@ def show_curves(curves) -> None:
         table = pd.concat([c.frame() for c in shown], ignore_index=True)
         st.dataframe(table.assign(mechanism=table["mechanism"].map(key_title)), hide_index=True,
                      key="wi_table")
+        target = st.number_input("Target workload error (optional)", min_value=0.001,
+                                 max_value=1.999, value=None, step=0.01, key="wi_target",
+                                 placeholder="e.g. 0.25",
+                                 help="Which epsilon of the grid each mechanism is predicted "
+                                      "to need for this error.")
+        if target is not None:
+            for c in shown:
+                st.markdown(target_note(c, target, key_title(c.mechanism)))
     for basis in dict.fromkeys(c.basis for c in curves):
         names = ", ".join(key_title(c.mechanism) for c in curves if c.basis == basis)
         st.info(f"**What the prediction for {names} is based on.** {basis}",

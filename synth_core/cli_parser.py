@@ -422,6 +422,9 @@ def _add_whatif_parser(sub) -> None:
                            "'vjam-pgm+conditional' for conditional generation)")
     what.add_argument("--epsilons", nargs="+", type=float, required=True, metavar="E",
                       help="the epsilon grid")
+    what.add_argument("--target-error", type=float, metavar="Y",
+                      help="also say, per mechanism, the smallest epsilon of the grid "
+                           "predicted to reach a workload error of Y (0 to 2)")
     what.add_argument("--seeds", type=int, default=1, help="stand-in runs per point (1 to 10; "
                       "default 1: no spread shown)")
     what.add_argument("--standin", metavar="NAME",

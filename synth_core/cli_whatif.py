@@ -73,10 +73,14 @@ def run(args) -> int:
 
 def _run(args) -> int:
     from .report import atomic_write_bytes, check_release
+    from .errors import SynthError
     from .side_by_side import WORKLOAD_ERROR_SCALE
-    from .whatif import NOTHING_SPENT, ranking_note
+    from .whatif import NOTHING_SPENT, ranking_note, target_note
     from .workbench.guide import key_title
 
+    if args.target_error is not None and not 0 < args.target_error < 2:
+        raise SynthError(f"--target-error is a workload error, between 0 and 2 (2 is the "
+                         f"worst possible), not {args.target_error:g}.")
     if args.out:        # before the stand-in runs: a file that takes the result, no input
         from .cli_parser import input_files
         from .report import JSON_SUFFIXES, check_distinct, check_output_path
@@ -117,6 +121,11 @@ def _run(args) -> int:
             print(f"\n{key_title(c.mechanism)}: a flat prediction. {c.flat_note}")
         for failure in c.failures:
             print(f"\n{key_title(c.mechanism)}: {failure}")
+    if args.target_error is not None:
+        print()
+        for c in curves:
+            if c.points:
+                print(target_note(c, args.target_error, key_title(c.mechanism)))
     ranking = ranking_note(curves)
     if ranking:
         print(f"\nRanking mechanisms on this stand-in: {ranking}")

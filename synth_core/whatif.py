@@ -236,6 +236,29 @@ def ranking_note(curves: Sequence[WhatIfCurve]) -> str | None:
             "are known to be drawn like the private records.")
 
 
+def target_note(curve: WhatIfCurve, target: float, title: str | None = None) -> str:
+    """Which epsilon of ``curve``'s grid the prediction says reaches a workload error
+    of ``target``: the smallest whose predicted error (the highest seed, for a
+    measured point: the spread over seeds is part of the prediction) is at most
+    ``target``; else how close the grid came. A prediction, not a promise: on the
+    real table the error can be higher or lower (docs/whatif.md, "How well it
+    predicts")."""
+    name = title or curve.mechanism
+    points = sorted(curve.points, key=lambda p: p.epsilon)
+    reached = [p for p in points if p.high <= target]
+    caveat = (" A prediction from public information only: the real error can be higher or "
+              "lower (docs/whatif.md, 'How well it predicts').")
+    if reached:
+        p = reached[0]
+        kind = "predicted" if p.kind == MEASURED else "estimated, no stand-in run yet"
+        return (f"{name}: epsilon {p.epsilon:g} is the smallest on this grid predicted to reach "
+                f"a workload error of {target:g} ({p.high:.3g}, {kind})." + caveat)
+    best = min(points, key=lambda p: p.high)
+    return (f"{name}: no epsilon on this grid is predicted to reach {target:g}; the lowest "
+            f"is {best.high:.3g} at epsilon {best.epsilon:g}. A larger epsilon may help if the "
+            "curve still falls there; where it has flattened, more budget buys little." + caveat)
+
+
 # ---------------------------------------------------------------- stand-in tables
 
 

@@ -18,7 +18,8 @@ def test_whatif_predicts_both_kinds_says_what_it_rests_on_and_spends_nothing(tmp
     account = wb.set_dataset_budget(1.0, 1e-9)     # the table's account: must stay untouched
     out = tmp_path / "whatif.json"
     assert main(["whatif", "--sample", "titanic", "--mechanism", "jam-pgm", "mwem-pgm",
-                 "--epsilons", "0.1", "10", *SMALL, "--out", str(out)]) == 0
+                 "--epsilons", "0.1", "10", *SMALL, "--out", str(out),
+                 "--target-error", "1.99"]) == 0
     captured = capsys.readouterr()
     printed = captured.out
     # progress names each run (helper-58: lines were skipped and said only "run 2 of 27")
@@ -32,6 +33,8 @@ def test_whatif_predicts_both_kinds_says_what_it_rests_on_and_spends_nothing(tmp
     assert "What the prediction for JAM-PGM is based on" in printed
     assert "Ranking mechanisms on this stand-in" in printed      # both kinds on public rows
     assert "No privacy budget was spent" in printed
+    assert "MWEM+PGM: epsilon 0.1 is the smallest on this grid predicted to reach a workload " \
+           "error of 1.99" in printed
     block = json.loads(out.read_text())
     check_release(block)
     assert [c["mechanism"] for c in block["what_if"]] == ["jam-pgm", "mwem-pgm"]
@@ -69,6 +72,9 @@ def test_whatif_refuses_what_it_cannot_predict_and_names_a_missing_file(tmp_path
     assert main(["whatif", "--sample", "titanic", "--mechanism", "aim", "--epsilons", "1",
                  "--assumed-n", "500"]) == 2
     assert "applies only under unbounded DP without public rows" in capsys.readouterr().err
+    assert main(["whatif", "--sample", "titanic", "--mechanism", "aim", "--epsilons", "1",
+                 "--target-error", "3"]) == 2
+    assert "between 0 and 2" in capsys.readouterr().err
     # the stand-ins are that long: a count past the bound was a 7 TiB allocation's traceback
     from synth_core.workbench.what_if import ASSUMED_N_RANGE, DEFAULT_ASSUMED_N
     for n in (0, ASSUMED_N_RANGE[0] - 1, ASSUMED_N_RANGE[1] + 1, 10 ** 12):

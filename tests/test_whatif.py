@@ -162,6 +162,27 @@ def test_workload_page_shows_the_what_if_preview():
     assert any("based on" in i.value and "public rows" in i.value for i in at.info)
     assert any("No privacy budget was spent" in s.value for s in at.success)
     assert wb.session_rho_spent() == 0
+    # a target error: the smallest epsilon of the grid predicted to reach it
+    at.number_input(key="wi_target").set_value(1.99).run()
+    assert any("epsilon 0.5 is the smallest on this grid" in m.value for m in at.markdown)
+
+
+def test_the_target_note_names_the_smallest_epsilon_predicted_to_reach_it():
+    """A planner's question (helper-58): which epsilon for an error below Y? The seeds'
+    highest error must reach it, and a grid that never does says how close it came."""
+    from synth_core.whatif import WhatIfCurve, WhatIfPoint, target_note
+    curve = WhatIfCurve("aim", "public-rows", [
+        WhatIfPoint(3.0, 0.20, 0.18, 0.22, (0.18, 0.22)),
+        WhatIfPoint(1.0, 0.30, 0.29, 0.31, (0.29, 0.31)),
+        WhatIfPoint(10.0, 0.12, 0.12, 0.12, (), ESTIMATE)], "basis", 400, 2, {})
+    assert target_note(curve, 0.25, "AIM").startswith(
+        "AIM: epsilon 3 is the smallest on this grid predicted to reach a workload error of "
+        "0.25 (0.22, predicted).")
+    assert "epsilon 10 is the smallest" in target_note(curve, 0.2)     # 0.22 > 0.2 at 3
+    assert "(0.12, estimated, no stand-in run yet)" in target_note(curve, 0.2)
+    missed = target_note(curve, 0.1)
+    assert "no epsilon on this grid is predicted to reach 0.1; the lowest is 0.12 at " \
+           "epsilon 10" in missed and "can be higher or lower" in missed
 
 
 # ---------------------------------------------------------------- estimates (no run)
