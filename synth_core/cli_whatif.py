@@ -91,17 +91,18 @@ def _run(args) -> int:
     worker = wb.start_what_if(args.mechanism, args.epsilons, args.seeds, args.standin,
                               args.assumed_n)
     try:
-        last = None
+        printed = 0     # every job that has started is named once, however short it was
         while worker is not None:
-            finished = worker.wait(0.1)
+            finished = worker.wait(0.2)
             done, total = worker.progress
-            current = worker.current or {}
-            if not args.quiet and not finished and current and (done, current) != last:
-                print(f"synth: stand-in run {done + 1} of {total}: "
-                      f"{key_title(current.get('mechanism', '?'))} at epsilon "
-                      f"{current.get('epsilon', 0):g}, seed {current.get('seed', 0)}",
+            started = done if finished else min(done + 1, total)
+            for i in range(printed, started if not args.quiet else 0):
+                job = worker.jobs[i]
+                print(f"synth: stand-in run {i + 1} of {total}: "
+                      f"{key_title(job.get('mechanism', '?'))} at epsilon "
+                      f"{job.get('epsilon', 0):g}, seed {job.get('seed', 0)}",
                       file=sys.stderr, flush=True)
-                last = (done, current)
+            printed = max(printed, started)
             if finished:
                 break
     except KeyboardInterrupt:
