@@ -51,7 +51,9 @@ def budget_section(wb) -> None:
     # the button needs the box that says so ticked
     with st.form("budget_form", enter_to_submit=False):
         c1, c2, c3 = st.columns([2, 1, 1])
-        label = c1.text_input("Label", value=wb.data_name or "data", key="budget_label")
+        label = c1.text_input("Label", value=wb.data_name or "data", key="budget_label",
+                              help="The table's name in the history and in release reports "
+                                   "(never its file's folders).")
         eps = c2.number_input("Total ε", min_value=0.01, max_value=1000.0, value=None,
                               placeholder="e.g. 3", key="budget_eps")
         delta = c3.selectbox("δ", list(DELTA_GRID), key="budget_delta",

@@ -146,8 +146,13 @@ with st.container(border=True):
     note = explain.compare_note(summary, labels, ref)
     if note:
         st.markdown(note)
-    named = summary["mechanism"].map(lambda m: labels.get(m, m))
-    st.dataframe(summary.assign(mechanism=named), hide_index=True)
+    shown = summary.assign(mechanism=summary["mechanism"].map(lambda m: labels.get(m, m)))
+    if shown["std"].isna().all():       # one run each: no spread to show
+        shown = shown.drop(columns="std")
+    st.dataframe(shown.rename(columns={"mechanism": "Mechanism", "epsilon": "ε",
+                                       "mean": "mean error", "min": "lowest", "max": "highest",
+                                       "std": "sd over seeds", "runs": "runs"}),
+                 hide_index=True)
     failed = results[results["status"] == "failed"]
     if len(failed):
         st.caption(f"{len(failed)} run(s) failed: " + "; ".join(

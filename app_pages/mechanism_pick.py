@@ -61,5 +61,5 @@ def pick_epsilons(key: str, container=st) -> list[float]:
     eps, not_epsilons = parse_epsilons(picked)
     if not_epsilons:
         container.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a positive "
-                        f"number up to {MAX_EPSILON:g}, such as 0.3.", icon=":material/error:")
+                        f"number up to {MAX_EPSILON:,.0f}, such as 0.3.", icon=":material/error:")
     return eps

@@ -254,14 +254,14 @@ def compare_note(summary: pd.DataFrame, labels: Mapping[str, str] | None = None,
     """CURATOR-ONLY: a comparison's outcome (``summary``: :func:`synth_core.charts.compare_summary`,
     one row per mechanism and epsilon with the mean, smallest and largest error over the
     seeds and the runs), one clause per epsilon: the mechanism with the lowest mean error
-    and the next one, called level when their ranges over the seeds overlap (or when either
-    has one run: the order may change with the seed). ``reference`` (the public rows'
-    own workload error) adds the epsilons at which no mechanism's mean is below it. None
-    for an empty summary."""
+    and the next one, called level when their ranges over the seeds overlap. With one
+    run of a mechanism at some epsilon, the note says once that the order may change
+    with the seed. ``reference`` (the public rows' own workload error) adds the epsilons
+    at which no mechanism's mean is below it. None for an empty summary."""
     if summary is None or summary.empty:
         return None
     named = lambda m: (labels or {}).get(m, m)   # noqa: E731
-    clauses, not_below = [], []
+    clauses, not_below, single = [], [], False
     for eps, rows in summary.groupby("epsilon", sort=True):
         rows = rows.sort_values(["mean", "mechanism"], ignore_index=True)
         best = rows.iloc[0]
@@ -269,8 +269,8 @@ def compare_note(summary: pd.DataFrame, labels: Mapping[str, str] | None = None,
         if len(rows) > 1:
             second = rows.iloc[1]
             if min(best["runs"], second["runs"]) < 2:
-                text += (f", then {named(second['mechanism'])} ({second['mean']:.3f}; one run, "
-                         "so the order may change with the seed)")
+                single = True
+                text += f", then {named(second['mechanism'])} ({second['mean']:.3f})"
             elif best["max"] >= second["min"]:
                 text += (f", level with {named(second['mechanism'])} ({second['mean']:.3f}; "
                          "their ranges over the seeds overlap)")
@@ -280,8 +280,12 @@ def compare_note(summary: pd.DataFrame, labels: Mapping[str, str] | None = None,
         if reference is not None and best["mean"] >= reference:
             not_below.append(f"{eps:g}")
     note = "Lowest mean workload error " + "; ".join(clauses) + "."
+    if single:
+        note += " With one run of a mechanism, the order may change with the seed."
     if not_below:
-        note += (f" At ε = {', '.join(not_below)} no mechanism is below the public rows alone "
+        where = not_below[0] if len(not_below) == 1 else \
+            ", ".join(not_below[:-1]) + " and " + not_below[-1]
+        note += (f" At ε = {where}, no mechanism is below the public rows alone "
                  f"({reference:.3f}): there, releasing the public rows (Public-only, no budget) "
                  "does as well on this workload.")
     return note

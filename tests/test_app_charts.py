@@ -139,8 +139,14 @@ def test_the_compare_note_names_the_lowest_error_and_whether_the_seeds_settle_it
     assert "at ε = 0.1, JAM-PGM (0.320), ahead of public-only (0.405)" in note
     # AIM's mean is lower at 1 but its seeds' range (0.20-0.26) holds JAM-PGM's (0.24-0.25)
     assert "at ε = 1, aim (0.230), level with JAM-PGM (0.245; their ranges" in note
-    assert "At ε = 0.1 no mechanism is below the public rows alone (0.310)" in note
-    one_seed = charts.compare_summary(results[results["seed"] == 0])
-    assert "one run, so the order may change with the seed" in compare_note(one_seed)
-    assert "public rows alone" not in compare_note(one_seed)          # no reference given
+    assert "At ε = 0.1, no mechanism is below the public rows alone (0.310)" in note
+    one_seed = compare_note(charts.compare_summary(results[results["seed"] == 0]))
+    assert one_seed.count("the order may change with the seed") == 1    # said once
+    assert "at ε = 1, jam-pgm (0.240), then aim (0.200)" not in one_seed
+    assert "at ε = 1, aim (0.200), then jam-pgm (0.240)" in one_seed
+    both = compare_note(charts.compare_summary(results), reference=0.5)
+    assert "At ε = 0.1 and 1, no mechanism" not in both                  # 0.23 < 0.5 at 1
+    assert "At ε = 0.1 and 1, no mechanism" in compare_note(
+        charts.compare_summary(results), reference=0.2)
+    assert "public rows alone" not in one_seed                          # no reference given
     assert compare_note(charts.compare_summary(results[results["status"] == "x"])) is None

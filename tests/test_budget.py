@@ -355,7 +355,7 @@ def test_a_release_chosen_among_runs_says_what_covers_it(wb):
     whole spend (the sum of every run on it, in zCDP), which covers it if it was
     chosen among them: absent while it is the table's only run, in the report and
     on the page once there are more, from the account once a total is set."""
-    first = run_once(wb, epsilon=0.5)
+    first = run_once(wb, epsilon=0.5, mechanism="mwem-pgm")    # spends its whole budget
     assert wb.release_selection(first) is None
     assert "release_selection" not in release_report(wb, first)
     second = run_once(wb, epsilon=0.25)
@@ -378,6 +378,22 @@ def test_a_release_chosen_among_runs_says_what_covers_it(wb):
     assert "spends its budget again" in wb.release_files(first)["reproduce.sh"].decode()
     free = run_once(wb, mechanism="public-only")
     assert "spends its budget again" not in wb.release_files(free)["reproduce.sh"].decode()
+
+
+def test_no_selection_block_when_the_runs_spent_less_than_this_runs_statement():
+    """helper-62: a run's statement at its budget (epsilon 1) and, beside it, 'only
+    (0.982, ...)' for the table's runs, which spent less than that budget in all."""
+    from synth_core.workbench.runs import selection_block
+    budget = rho_from_epsilon_delta(1.0, 1e-9)
+    assert selection_block(0.6 * budget, 0.95 * budget, 1e-9, "x", (), BOUNDED,
+                           stated_rho=budget) is None
+    block = selection_block(0.6 * budget, 1.5 * budget, 1e-9, "x", (), BOUNDED,
+                            stated_rho=budget)
+    assert block["epsilon_if_chosen"] > 1.0
+    # runs under other relations: said whatever the sums
+    mixed = selection_block(0.6 * budget, 0.95 * budget, 1e-9, "x", {Guarantee("unbounded")},
+                            BOUNDED, stated_rho=budget)
+    assert mixed["epsilon_if_chosen"] is None
 
 
 def test_a_comparison_is_charged_per_job(wb):

@@ -198,7 +198,8 @@ def release_files(run: FinishedRun, selection: dict | None = None) -> dict[str, 
 
 
 def selection_block(run_rho: float, table_rho: float, delta: float, where: str,
-                    guarantees=(), own: Guarantee | None = None) -> dict | None:
+                    guarantees=(), own: Guarantee | None = None,
+                    stated_rho: float = 0.0) -> dict | None:
     """The report's ``release_selection`` block: what covers a release chosen among
     the table's runs, or None when this run is all that was spent on the table.
 
@@ -215,24 +216,33 @@ def selection_block(run_rho: float, table_rho: float, delta: float, where: str,
     run's. The statement names the widest of them when it is not this run's own
     (more public columns), and gives no epsilon when their neighbour relations
     differ: a rho under add/remove one record is not its cost under replace one.
+
+    ``stated_rho``: the rho this run's own statement is made at (its budget, which
+    it may not have spent in full). When the table's runs spent no more than that
+    in all, the run's own statement covers a release chosen among them too, and
+    there is no block (a second, smaller epsilon beside it would read as a
+    contradiction).
     """
     if table_rho <= run_rho * (1 + 1e-9):
         return None
     relation = Guarantee.widest({*guarantees, *([own] if own is not None else [])})
+    mixed = relation is None and (guarantees or own is not None)
+    if not mixed and table_rho <= stated_rho * (1 + 1e-9):
+        return None
     opening = (f"This release's own guarantee covers this run alone. The table has had rho = "
                f"{table_rho:.4g} spent on it ({where}, this run included). ")
     block = {"table_rho_spent": table_rho, "this_run_rho": run_rho, "counted": where,
              "delta": delta}
-    if relation is None and (guarantees or own is not None):
+    if mixed:
         return {**block, "epsilon_if_chosen": None, "statement": opening + (
-            "Those runs were stated under different neighbour relations "
+            "The table's runs were stated under different neighbour relations "
             f"({'; '.join(sorted({g.text() for g in {*guarantees, own} if g is not None}))}), "
             "so no one guarantee covers a release chosen among them after looking at their "
             "results.")}
     epsilon = cdp_epsilon(table_rho, delta)
     under = "" if relation is None or relation == own else f" under {relation.text()}"
     return {**block, "epsilon_if_chosen": epsilon, "statement": opening + (
-        f"If this run was chosen for release among those runs after looking at their "
+        f"If this run was chosen for release among the table's runs after looking at their "
         f"results, the release satisfies only ({epsilon:.3g}, {delta:g})-differential "
         f"privacy{under} (rho = {table_rho:.4g} zCDP; runs on one table add up).")}
 

@@ -662,8 +662,10 @@ class Workbench:
         all that was spent on its table, else what covers it if it was chosen
         among the table's runs."""
         table_rho, where = self.budget.table_spent(run.fingerprint)
+        stated = run.result.report["privacy"]["rho"] if run.result is not None else 0.0
         return selection_block(run.rho_spent, table_rho, run.settings.delta, where,
-                               self.budget.table_guarantees(run.fingerprint), run.guarantee)
+                               self.budget.table_guarantees(run.fingerprint), run.guarantee,
+                               stated)
 
     def release_files(self, run: FinishedRun) -> dict[str, bytes]:
         """The releasable files of a finished run (no curator-only values), its
