@@ -30,16 +30,16 @@ def _options(command: str) -> set[str]:
 
 
 def _documented_commands():
-    """``(file, command, options)`` of every ``synth run``/``synth sweep`` command
+    """``(file, command, options)`` of every ``synth run``/``sweep``/``whatif`` command
     line in README.md and docs/*.md (continuation lines joined, comments cut)."""
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = re.sub(r"\\\n", " ", path.read_text())
-        for match in re.finditer(r"\bsynth (run|sweep)\b([^`\n]*)", text):
+        for match in re.finditer(r"\bsynth (run|sweep|whatif)\b([^`\n]*)", text):
             words = match.group(2).split(" #")[0]
             yield path.name, match.group(1), re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", words)
 
 
-@pytest.mark.parametrize("command", ["run", "sweep"])
+@pytest.mark.parametrize("command", ["run", "sweep", "whatif"])
 def test_help_lists_every_option_and_the_docs_use_only_real_ones(command):
     options = _options(command)
     out = synth(command, "--help")
