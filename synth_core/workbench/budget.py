@@ -23,8 +23,8 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Sequence
 from pathlib import Path
+from typing import Sequence
 
 from ..budget import BudgetAccount, BudgetCharge, run_rho
 from ..errors import ConfigError, GuaranteeMismatchError
