@@ -540,8 +540,8 @@ class BudgetAccount:
     def settle(self, reservation: BudgetCharge, spent: float, *, finished: bool) -> BudgetCharge:
         """Record what a reserved run spent (``0 <= spent <= reserved``); the rest returns.
         A run that failed (``finished`` False) before spending anything released nothing:
-        if its guarantee was the total's only because it came first, the total's
-        guarantee is again that of the runs that did not fail (none: unset)."""
+        if its guarantee was the total's only because it came first and no other run is
+        recorded, the total has no guarantee again."""
         spent = _check_rho(spent, "A run's spent budget")
         if spent > reservation.rho_reserved * (1.0 + RELATIVE_TOLERANCE):
             raise ConfigError(f"Run {reservation.run_id} spent rho = {spent:.6g}, more than its "
@@ -564,15 +564,14 @@ class BudgetAccount:
         return BudgetCharge(**entry)
 
     def _guarantee_without(self, run_id: str) -> None:
-        """Set the total's guarantee again from the charges that did not fail, other
-        than ``run_id`` (under the lock): the first of them, or none."""
+        """Unset the total's guarantee, set by ``run_id`` (which failed before spending),
+        if no other charge that did not fail is recorded (under the lock). Otherwise it
+        stays: those charges were admitted under it, and a guarantee taken from them
+        instead could leave some of them uncovered and unlisted."""
+        if any(c["run_id"] != run_id and not c.get("failed") for c in self._state["charges"]):
+            return
         self._state.pop("guarantee", None)
         self._state.pop("guarantee_from", None)
-        for c in self._state["charges"]:
-            if c["run_id"] != run_id and not c.get("failed") and c.get("guarantee"):
-                self._state["guarantee"], self._state["guarantee_from"] = \
-                    c["guarantee"], c["run_id"]
-                return
 
     def record_spent(self, rho: float, what: str, *, guarantee: Guarantee,
                      mechanism: str = "") -> BudgetCharge:
@@ -626,7 +625,7 @@ class BudgetAccount:
                  + "; ".join(others) + "): no one guarantee covers a release chosen among its "
                  "runs." if others else "")
         if self.unknown_relations:
-            mixed += (f" {self.unknown_relations} earlier run(s) were charged before accounts "
+            mixed += (f"; {self.unknown_relations} earlier run(s) were charged before accounts "
                       "recorded each run's relation.")
         return {"label": self.label, "total_rho": self.total_rho,
                 "guarantee": None if guarantee is None else guarantee.text() + mixed,

@@ -1127,3 +1127,33 @@ def test_a_session_run_is_recorded_when_another_process_makes_the_account(tmp_pa
     account = BudgetService.account("f" * 64)
     assert "other relations were charged" in account.release_block(account.charges[-1])[
         "guarantee"]
+
+
+def test_helper_63_a_failed_first_run_keeps_the_relation_others_were_admitted_under(tmp_path):
+    """helper-63: a failed first run reset the total's relation from the next charge,
+    leaving runs admitted under the old one uncovered and unlisted."""
+    acc = BudgetAccount.create(tmp_path / "a.json", label="t", fingerprint="f", total_rho=1.0)
+    with_sex = Guarantee("bounded", ("sex",))
+    first = acc.reserve(0.1, "A, sex public", guarantee=with_sex)
+    acc.reserve(0.1, "B, all private", guarantee=BOUNDED)
+    acc.reserve(0.1, "C, sex public", guarantee=with_sex)
+    acc.settle(first, 0.0, finished=False)
+    assert acc.guarantee == with_sex and acc.other_guarantees == []
+
+
+def test_helper_63_row_filters_that_start_alike_are_told_apart():
+    """A filter's flag name was cut at 60 characters: two value lists with the same start
+    had one name, so a total set with one admitted runs that made the other public."""
+    from synth_core.workbench.public import filter_flag_name
+    few = [f"value {i}" for i in range(12)]
+    more = few + ["value 12"]
+    assert filter_flag_name("age", few) != filter_flag_name("age", more)
+    assert filter_flag_name("sex", ["F"]) == "public if sex in F"
+
+
+def test_helper_63_a_wider_relation_on_the_table_keeps_the_selection_block():
+    from synth_core.workbench.runs import selection_block
+    budget = rho_from_epsilon_delta(1.0, 1e-9)
+    block = selection_block(0.6 * budget, 0.95 * budget, 1e-9, "x",
+                            {Guarantee("bounded", ("sex",))}, BOUNDED, stated_rho=budget)
+    assert block is not None and "columns sex public" in block["statement"]

@@ -17,6 +17,7 @@ from it:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol, Sequence, Union
 
@@ -44,10 +45,14 @@ CLI_FILTER_FLAGS = ("is_public", "is_public_row", "public_row_flag")
 
 
 def filter_flag_name(column: str, values: Sequence) -> str:
-    """The name of the flag column that marks the rows whose ``column`` is in ``values``."""
+    """The name of the flag column that marks the rows whose ``column`` is in ``values``:
+    one name per value list (a long list is cut, with a digest of the whole list, so
+    two lists that start alike get two names: the name says which records a run
+    treats as public, and a table's budget account tells filters apart by it)."""
     shown = "|".join(map(str, values))
     if len(shown) > 60:
-        shown = shown[:57] + "..."
+        digest = hashlib.sha256(shown.encode("utf-8")).hexdigest()[:8]
+        shown = f"{shown[:48]}... #{digest}"
     return f"{FILTER_FLAG}{column} in {shown}"
 
 

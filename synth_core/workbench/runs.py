@@ -219,15 +219,15 @@ def selection_block(run_rho: float, table_rho: float, delta: float, where: str,
 
     ``stated_rho``: the rho this run's own statement is made at (its budget, which
     it may not have spent in full). When the table's runs spent no more than that
-    in all, the run's own statement covers a release chosen among them too, and
-    there is no block (a second, smaller epsilon beside it would read as a
-    contradiction).
+    in all, under this run's own guarantee, the run's own statement covers a
+    release chosen among them too, and there is no block (a second, smaller epsilon
+    beside it would read as a contradiction).
     """
     if table_rho <= run_rho * (1 + 1e-9):
         return None
     relation = Guarantee.widest({*guarantees, *([own] if own is not None else [])})
     mixed = relation is None and (guarantees or own is not None)
-    if not mixed and table_rho <= stated_rho * (1 + 1e-9):
+    if not mixed and relation in (None, own) and table_rho <= stated_rho * (1 + 1e-9):
         return None
     opening = (f"This release's own guarantee covers this run alone. The table has had rho = "
                f"{table_rho:.4g} spent on it ({where}, this run included). ")
