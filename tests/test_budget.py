@@ -1118,6 +1118,7 @@ def test_a_session_run_is_recorded_when_another_process_makes_the_account(tmp_pa
     other.settle(bounded, 0.01, finished=True)
     charge = service.settle(going, 0.012, finished=True)             # no exception
     assert charge is not None and charge.rho_spent == 0.012
+    assert going.account is not None    # the run's report gets the account's block
     spent, where = service.table_spent("f" * 64)
     assert spent == pytest.approx(0.032) and "budget account" in where
     guarantees = service.table_guarantees("f" * 64)

@@ -300,7 +300,8 @@ class BudgetService:
                 if spent <= 0 and not finished:
                     return None
                 account = self.account(hold.fingerprint)
-                if account is not None:
+                if account is not None:     # made meanwhile: the run's report names it
+                    hold.account = account
                     return account.record_spent(spent, hold.what, guarantee=hold.guarantee,
                                                 mechanism=hold.mechanism)
                 made = self.unbudgeted.setdefault(hold.fingerprint, {})

@@ -157,7 +157,7 @@ class CompareService(BackgroundService):
                                            f"compare: {j.charge_label()}", j.public_columns,
                                            j.dataset.public_flag)
             except BudgetExceededError as exc:   # not run, not stored: shown on the page
-                return {**job, "status": REFUSED, "error": str(exc)}
+                return {**job, "status": REFUSED, "error": exc.text("app")}
             row = None
             try:
                 row, marginals = run_job(j, should_stop=should_stop)
