@@ -602,3 +602,18 @@ def test_spark_flag_column_and_public_columns_equal_memory(flagged_files, spark)
                                   mem.data.private.to_frame()[["pclass", "sex"]].to_numpy())
     pd.testing.assert_frame_equal(sp.public_values, mem.public_values)
     sp.data.private.close()
+
+
+def test_a_csv_glob_counted_by_duckdb_is_read_or_said_to_match_nothing(tmp_path):
+    """helper-61: a CSV pattern raised a raw FileNotFoundError (the size was read off the
+    pattern as if it were a file)."""
+    pytest.importorskip("duckdb")
+    from synth_core.errors import DataError
+    private = pd.read_csv(SAMPLE_DIR / "titanic/private.csv")
+    for i, part in enumerate((private.iloc[:500], private.iloc[500:])):
+        part.to_csv(tmp_path / f"part{i}.csv", index=False)
+    schema = SAMPLE_DIR / "titanic/schema.json"
+    inputs = prepare_inputs(str(tmp_path / "part*.csv"), schema=schema, backend="duckdb")
+    assert inputs.data.n == len(private)
+    with pytest.raises(DataError, match="no file matches"):
+        prepare_inputs(str(tmp_path / "none*.csv"), schema=schema, backend="duckdb")

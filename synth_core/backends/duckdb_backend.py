@@ -73,9 +73,13 @@ def source_sql(path: Path, name: str) -> tuple[str, dict[str, int] | int]:
                             path=str(path)) from None
         return f"read_parquet({literal})", sizes
     if lower.endswith(CSV_SUFFIXES):
+        files = sorted(path.parent.glob(path.name)) if is_glob else [path]
+        if not files:
+            raise DataError(f"no file matches '{name}'.", hint="Check the pattern and its folder.",
+                            path=str(path))
         return (f"read_csv({literal}, header = true, "
                 "auto_type_candidates = ['BOOLEAN', 'BIGINT', 'DOUBLE', 'VARCHAR'])",
-                path.stat().st_size)
+                sum(f.stat().st_size for f in files))
     raise DataError(f"cannot read '{name}' with DuckDB: unsupported file type.",
                     hint=f"Supported: {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}.",
                     path=str(path))
