@@ -376,8 +376,11 @@ def test_a_release_chosen_among_runs_says_what_covers_it(wb):
     assert block["counted"] == "its budget account 'titanic'"
     # every repeat spends again: the script says so, the public-only baseline's does not
     assert "spends its budget again" in wb.release_files(first)["reproduce.sh"].decode()
-    free = run_once(wb, mechanism="public-only")
+    free = run_once(wb, mechanism="public-only", epsilon=10.0)   # spends nothing
     assert "spends its budget again" not in wb.release_files(free)["reproduce.sh"].decode()
+    # the baseline's own statement claims nothing was spent: a choice among the table's
+    # runs is covered only by their sum, whatever epsilon its settings name
+    assert release_report(wb, free)["release_selection"]["epsilon_if_chosen"] > 0
 
 
 def test_no_selection_block_when_the_runs_spent_less_than_this_runs_statement():

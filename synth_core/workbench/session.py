@@ -662,7 +662,8 @@ class Workbench:
         all that was spent on its table, else what covers it if it was chosen
         among the table's runs."""
         table_rho, where = self.budget.table_spent(run.fingerprint)
-        stated = run.result.report["privacy"]["rho"] if run.result is not None else 0.0
+        # what the run's own statement is made at: its budget (0 for the public-only baseline)
+        stated = run_rho(run.settings.mechanism, run.settings.epsilon, run.settings.delta)
         return selection_block(run.rho_spent, table_rho, run.settings.delta, where,
                                self.budget.table_guarantees(run.fingerprint), run.guarantee,
                                stated)
