@@ -33,6 +33,7 @@ from .errors import ConfigError
 from .evaluate import CuratorDiagnostics, diagnostics, workload_error
 from .marginals import CodedTable
 from .mechanisms import MECHANISMS, check_options, make_mechanism, resolve_fit_iters
+from .mechanisms.base import Mechanism
 from .mechanisms.query_release import QueryReleaseLoop
 from .runtime import require_packages
 from .model import FittedModel
@@ -582,7 +583,7 @@ class Synthesizer:
                 public_name: str | None = None, backend: str = "memory",
                 backend_options: dict | None = None, drop_columns: Sequence[str] = (),
                 numeric_columns: Sequence[str] = (), categorical_columns: Sequence[str] = ()
-                ) -> tuple[Inputs, Workload, dict]:
+                ) -> tuple[Inputs, Workload, "Mechanism"]:
         """What :meth:`run` does before it measures anything, with its arguments: the
         mechanism's options and neighbour relation checked, the domain and the inputs
         prepared, the workload parsed and its marginals' sizes checked, the mechanism
@@ -671,7 +672,7 @@ class Synthesizer:
                                self.config.guarantee(public_columns, public_flag),
                                lambda: self._execute(inputs, workload, mechanism, started))
 
-    def _execute(self, inputs: Inputs, workload: Workload, mechanism,
+    def _execute(self, inputs: Inputs, workload: Workload, mechanism: "Mechanism",
                  started: float) -> Iterator[RoundEvent]:
         """:meth:`run` on prepared inputs: the rounds, the synthetic records, the report."""
         cfg = self.config
