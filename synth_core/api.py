@@ -613,6 +613,7 @@ class Synthesizer:
         workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
         # built here, so that what its constructor refuses is refused before any reservation
         mechanism = make_mechanism(cfg.mechanism, **replace(cfg, options=options).mechanism_options())
+        mechanism.check_columns(inputs.schema.names)
         return inputs, workload, mechanism
 
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,

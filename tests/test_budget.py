@@ -468,6 +468,19 @@ def test_the_cli_charges_a_budget_file_and_refuses_past_it(tmp_path, capsys):
     assert BudgetAccount.open(acct).spent == pytest.approx(spent)
 
 
+def test_an_aim_run_with_fewer_rounds_than_columns_makes_no_budget_file(tmp_path, capsys):
+    """AIM refuses T below its private columns: refused before a new account is
+    made, since a new account's total (and relation) can never be changed."""
+    from synth_core.cli import main
+    acct = tmp_path / "titanic-budget.json"
+    assert main(["run", "--sample", "titanic", "--mechanism", "aim", "--rounds", "2",
+                 "--epsilon", "1", "--quiet", "--budget-file", str(acct),
+                 "--budget-total-epsilon", "3", "--out", str(tmp_path / "s.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "T=2 is smaller than the number of (private) columns" in err
+    assert not acct.exists() and not (tmp_path / "s.csv").exists()
+
+
 def test_a_comparison_job_is_refused_when_another_session_took_the_rest(wb):
     from synth_core.workbench import REFUSED
     wb.update_settings(mechanism="mwem-pgm")        # MWEM+PGM spends exactly its rho

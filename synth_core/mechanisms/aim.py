@@ -84,14 +84,11 @@ class AIM(AdaptiveMechanism):
     def _std(self, state: RunState, sigma: float) -> float:
         return state.neighbours.marginal_l2_sensitivity * sigma
 
-    # -- hooks -----------------------------------------------------------------
-
-    def initialise(self, state: RunState) -> list[Candidate]:
-        vertical = self.vertical
-        workload = vertical.prepare(state)
-        self.weights = {cl: w for cl, w in workload.candidate_weights().items()
-                        if not vertical.is_public(cl)}
-        d = sum(1 for c in state.data.sizes if not vertical.is_public((c,)))
+    def _budget_scale(self, columns: Sequence[str]) -> int:
+        """T, the number of equal shares the budget is cut into: the given rounds,
+        or 16 x d for d private columns. ConfigError when T < d, since the first
+        d rounds measure every private 1-way."""
+        d = sum(1 for c in columns if not self.vertical.is_public((c,)))
         T = self.T or 16 * d
         if T < d:
             raise ConfigError(
@@ -99,6 +96,19 @@ class AIM(AdaptiveMechanism):
                 f"({d}), whose 1-ways are measured first: the "
                 f"1-way initialisation alone would cost {d}/{T} x 90% of the budget.",
                 hint=f"Use rounds >= {d} (the paper's default is 16 x {d} = {16 * d}).")
+        return T
+
+    def check_columns(self, columns: Sequence[str]) -> None:
+        self._budget_scale(columns)
+
+    # -- hooks -----------------------------------------------------------------
+
+    def initialise(self, state: RunState) -> list[Candidate]:
+        vertical = self.vertical
+        workload = vertical.prepare(state)
+        self.weights = {cl: w for cl, w in workload.candidate_weights().items()
+                        if not vertical.is_public(cl)}
+        T = self._budget_scale(list(state.data.sizes))
         rho = state.ledger.total
         # sigma is in units of the L2 sensitivity: std 1 x sigma costs 1 / (2 sigma^2)
         self.sigma = privacy.gaussian_std(AIM_MEASURE_SHARE * rho / T, 1.0)

@@ -318,6 +318,11 @@ class Mechanism(ABC):
             options.pop("public_columns", None)
         return cls(**options)
 
+    def check_columns(self, columns: Sequence[str]) -> None:
+        """ConfigError for settings the table's columns (the domain's names, in
+        order) make impossible, checked before any budget is reserved; nothing to
+        check by default."""
+
     # -- what a run asks after its rounds ---------------------------------------------
 
     def rounds_planned(self, state: RunState) -> int | None:
