@@ -12,7 +12,8 @@ from app_pages.common import show_error, show_finished_worker
 from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts
 from synth_core.side_by_side import WORKLOAD_ERROR_SCALE
-from synth_core.whatif import NOT_PREDICTED, STANDINS, ranking_note, target_note
+from synth_core.whatif import (ACCURACY_NOTE, NOT_PREDICTED, STANDINS, ranking_note,
+                                target_note)
 from synth_core.workbench.guide import key_title
 from synth_core.workbench.runs import TIME_NOTE, cost_frame, describe_total
 from synth_core.workbench.what_if import ASSUMED_N_RANGE, DEFAULT_ASSUMED_N, what_if_plan
@@ -119,7 +120,8 @@ def show_curves(curves) -> None:
                    + ("with one seed no spread is shown, and the figures' last digits mean "
                       "little; more seeds show how much the stand-in runs vary."
                       if single else "its bars show only how the stand-in runs vary over "
-                                     "seeds, not how far the real error may be."))
+                                     "seeds, not how far the real error may be.")
+                   + " " + ACCURACY_NOTE)
         table = pd.concat([c.frame() for c in shown], ignore_index=True)
         st.dataframe(table.assign(mechanism=table["mechanism"].map(key_title)), hide_index=True,
                      key="wi_table")

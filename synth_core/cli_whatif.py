@@ -75,7 +75,7 @@ def _run(args) -> int:
     from .report import atomic_write_bytes, check_release
     from .errors import SynthError
     from .side_by_side import WORKLOAD_ERROR_SCALE
-    from .whatif import NOTHING_SPENT, ranking_note, target_note
+    from .whatif import ACCURACY_NOTE, NOTHING_SPENT, ranking_note, target_note
     from .workbench.guide import key_title
 
     if args.target_error is not None and not 0 < args.target_error < 2:
@@ -130,7 +130,8 @@ def _run(args) -> int:
     ranking = ranking_note(curves)
     if ranking:
         print(f"\nRanking mechanisms on this stand-in: {ranking}")
-    print(f"\n{WORKLOAD_ERROR_SCALE} A prediction is an estimate, not a bound. {NOTHING_SPENT}")
+    print(f"\n{WORKLOAD_ERROR_SCALE} A prediction is an estimate, not a bound. {ACCURACY_NOTE} "
+          f"{NOTHING_SPENT}")
     if args.out:
         block = {"what_if": [dict(c.to_release(), title=key_title(c.mechanism)) for c in curves],
                  "rho_spent_on_private": 0.0}

@@ -33,6 +33,7 @@ def test_whatif_predicts_both_kinds_says_what_it_rests_on_and_spends_nothing(tmp
     assert "What the prediction for JAM-PGM is based on" in printed
     assert "Ranking mechanisms on this stand-in" in printed      # both kinds on public rows
     assert "No privacy budget was spent" in printed
+    assert "0.56 to 1.36 times the default stand-in's prediction" in printed
     assert "MWEM+PGM: epsilon 0.1 is the smallest on this grid predicted to reach a workload " \
            "error of 1.99" in printed
     block = json.loads(out.read_text())

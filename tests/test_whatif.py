@@ -161,6 +161,7 @@ def test_workload_page_shows_the_what_if_preview():
     assert len(at.get("plotly_chart")) >= 1
     assert any("based on" in i.value and "public rows" in i.value for i in at.info)
     assert any("No privacy budget was spent" in s.value for s in at.success)
+    assert any("times the default stand-in's prediction" in c.value for c in at.caption)
     assert wb.session_rho_spent() == 0
     # a target error: the smallest epsilon of the grid predicted to reach it
     at.number_input(key="wi_target").set_value(1.99).run()
@@ -327,3 +328,23 @@ def test_a_ranking_across_the_two_kinds_of_mechanism_is_flagged():
     assert ranking_note([curve("jam-pgm"), curve("pmw-pub")]) is None       # one kind
     assert ranking_note([curve("jam-pgm", "independent"), curve("mwem-pgm", "independent")]) \
         is None
+
+
+def test_the_stated_accuracy_range_is_the_measured_one():
+    """MEASURED_RATIOS is the range of real / predicted error in the committed
+    what-if measurements (mean over seeds per data, epsilon; bootstrap stand-in)."""
+    from collections import defaultdict
+    from synth_core.whatif import ACCURACY_NOTE, MEASURED_RATIOS
+    path = Path(__file__).resolve().parents[1] / "benchmarks/results/whatif/runs.jsonl"
+    predicted, real = defaultdict(list), defaultdict(list)
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        key = (rec["data"], rec["mechanism"], rec["epsilon"])
+        if rec["bench"] == "whatif-run" and rec["split"] == "bootstrap":
+            predicted[key].append(rec["predicted"])
+        elif rec["bench"] == "whatif-real":
+            real[key].append(rec["workload_error"])
+    ratios = [np.mean(real[k]) / np.mean(predicted[k]) for k in predicted if real[k]]
+    assert len(ratios) >= 6
+    assert MEASURED_RATIOS == (round(min(ratios), 2), round(max(ratios), 2))
+    assert f"{MEASURED_RATIOS[0]:.2f} to {MEASURED_RATIOS[1]:.2f}" in ACCURACY_NOTE
