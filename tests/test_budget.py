@@ -777,6 +777,9 @@ def test_a_release_after_a_comparison_names_no_seed_in_the_accounts_history(wb):
     run = wb.collect()
     history = run.result.report["budget_account"]["history"]
     assert [h["what"].startswith("compare: ") for h in history] == [True, True, False]
+    # named as the single run beside it is: the mechanism's title, epsilon, the table
+    assert history[0]["what"] == f"compare: MWEM+PGM, ε=1 on {wb.data_name}"
+    assert history[2]["what"] == f"MWEM+PGM, ε=1 on {wb.data_name}"
     assert not any("seed" in h["what"] for h in history)
     check_release(run.result.report)
     with pytest.raises(ConfigError, match="names a seed"):

@@ -34,7 +34,7 @@ from ..workload import parse_workload
 from .background import BackgroundService
 from .budget import BudgetService
 from .catalog import RunSettings
-from .guide import ChoiceList, choice_list, parse_choices
+from .guide import ChoiceList, choice_list, key_title, parse_choices
 from .runs import PlannedRuns, planned_seconds
 
 #: a Compare job the table's total budget did not admit (not run, not stored)
@@ -154,7 +154,9 @@ class CompareService(BackgroundService):
             # each job is charged to the table's account before it reads the data
             try:
                 held = self.budget.reserve(setup.fingerprint, j.config,
-                                           f"compare: {j.charge_label()}", j.public_columns,
+                                           f"compare: {key_title(j.mechanism.label)}, "
+                                           f"ε={j.config.epsilon:g} on {j.dataset.name}",
+                                           j.public_columns,
                                            j.dataset.public_flag)
             except BudgetExceededError as exc:   # not run, not stored: shown on the page
                 return {**job, "status": REFUSED, "error": exc.text("app")}
