@@ -349,6 +349,17 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
 
 
 @dataclass
+class RunOutcome:
+    """One run's engine (once built) and result (once finished), kept apart from the
+    :class:`Synthesizer`'s ``engine`` and ``result`` (which follow its latest run): a
+    budget charge settles from its own run's ledger, whatever another run of the
+    same Synthesizer started meanwhile."""
+
+    engine: "Engine | None" = None
+    result: "RunResult | None" = None
+
+
+@dataclass
 class RunResult:
     """Everything a finished run produced. ``report`` is the release report."""
 
@@ -665,17 +676,21 @@ class Synthesizer:
             data_name=data_name, public_name=public_name, backend=backend,
             backend_options=backend_options, drop_columns=drop_columns,
             numeric_columns=numeric_columns, categorical_columns=categorical_columns)
+        self.engine = self.result = None
+        outcome = RunOutcome()
         if budget is None:
-            yield from self._execute(inputs, workload, mechanism, started)
+            yield from self._execute(inputs, workload, mechanism, started, outcome)
             return
         from .budget import charged_run
-        yield from charged_run(budget, self, data,
+        yield from charged_run(budget, self.config, outcome, data,
                                self.config.guarantee(public_columns, public_flag),
-                               lambda: self._execute(inputs, workload, mechanism, started))
+                               lambda: self._execute(inputs, workload, mechanism, started,
+                                                     outcome))
 
     def _execute(self, inputs: Inputs, workload: Workload, mechanism: "Mechanism",
-                 started: float) -> Iterator[RoundEvent]:
-        """:meth:`run` on prepared inputs: the rounds, the synthetic records, the report."""
+                 started: float, outcome: RunOutcome) -> Iterator[RoundEvent]:
+        """:meth:`run` on prepared inputs: the rounds, the synthetic records, the report
+        (in ``outcome``, and in ``self.engine`` / ``self.result``)."""
         cfg = self.config
         prefetch(inputs.data.private, workload.cliques)  # an engine backend: batched passes up front
         neighbours = Neighbours.parse(cfg.neighbours)
@@ -691,7 +706,7 @@ class Synthesizer:
         engine = runner(mechanism, inputs.data, workload, rho=rho, neighbours=neighbours,
                         seed=seed, fit_iters=cfg.round_fit_iters, final_fit_iters=cfg.final_fit_iters,
                         fit_tol=cfg.fit_tol, mode=mode)
-        self.engine = engine
+        self.engine = outcome.engine = engine
         yield from engine.rounds()
 
         rng = np.random.default_rng([seed, 1])
@@ -727,9 +742,10 @@ class Synthesizer:
             report["conditional_generation"] = conditioning
         add_marginal_bounds(report, engine, workload, codes)  # AIM section 5, release values only
         check_release(report)
-        self.result = RunResult(cfg, inputs, workload, engine.events, engine.state.measurements,
-                                engine.ledger, engine.model, codes, synthetic, report,
-                                time.perf_counter() - started, run_warnings, seed)
+        self.result = outcome.result = RunResult(
+            cfg, inputs, workload, engine.events, engine.state.measurements, engine.ledger,
+            engine.model, codes, synthetic, report, time.perf_counter() - started,
+            run_warnings, seed)
 
     def _report(self, inputs: Inputs, workload: Workload, engine: Engine, rho: float,
                 seeded: bool, rows: int) -> dict:

@@ -663,36 +663,37 @@ def check_run_table(account: BudgetAccount, data) -> None:
     account.check_table(fingerprint, fingerprint_source(data))
 
 
-def charged_run(account: BudgetAccount, synth, data, guarantee: Guarantee, start):
-    """Run ``start()`` (a ``Synthesizer.run`` generator on the private table ``data``,
-    its rho stated under ``guarantee``) charged to ``account``.
+def charged_run(account: BudgetAccount, config, outcome, data, guarantee: Guarantee, start):
+    """Run ``start()`` (the generator of one ``Synthesizer.run`` with ``config``, on
+    the private table ``data``, its rho stated under ``guarantee``, filling
+    ``outcome``, an :class:`~synth_core.api.RunOutcome`) charged to ``account``.
 
     Checks that the account is ``data``'s (:func:`check_run_table`), then
     reserves the run's rho (:func:`run_rho`: its Ledger's total, 0 for a
     zero-budget mechanism) before ``start`` is called, so a refused run never
-    measures its data; settles with the ledger's spend when the run ends, stops
-    or fails; puts :meth:`BudgetAccount.release_block` in the finished run's
-    report as ``budget_account``.
+    measures its data; settles with the spend of this run's own ledger
+    (``outcome.engine``, not the Synthesizer's latest run) when the run ends,
+    stops or fails; puts :meth:`BudgetAccount.release_block` in the finished
+    run's report as ``budget_account``.
     """
     if not isinstance(account, BudgetAccount):
         raise ConfigError(f"budget must be a BudgetAccount, not {type(account).__name__}.",
                           hint="Open the account file with "
                                "synth_core.budget.BudgetAccount.open(path).")
     check_run_table(account, data)
-    cfg = synth.config
-    rho = run_rho(cfg.mechanism, cfg.epsilon, cfg.delta)
-    reservation = account.reserve(rho, f"{cfg.mechanism} at epsilon={cfg.epsilon:g}",
-                                  guarantee=guarantee, mechanism=cfg.mechanism, delta=cfg.delta)
-    synth.engine = synth.result = None
+    rho = run_rho(config.mechanism, config.epsilon, config.delta)
+    reservation = account.reserve(rho, f"{config.mechanism} at epsilon={config.epsilon:g}",
+                                  guarantee=guarantee, mechanism=config.mechanism,
+                                  delta=config.delta)
     try:
         yield from start()
     finally:
-        spent = synth.engine.ledger.spent if synth.engine is not None else 0.0
-        reservation = account.settle(reservation, spent, finished=synth.result is not None)
-    if synth.result is not None:
+        spent = outcome.engine.ledger.spent if outcome.engine is not None else 0.0
+        reservation = account.settle(reservation, spent, finished=outcome.result is not None)
+    if outcome.result is not None:
         block = account.release_block(reservation)
         check_release(block)
-        synth.result.report["budget_account"] = block
+        outcome.result.report["budget_account"] = block
 
 
 def open_for_table(path, *, fingerprint: str, label: str, epsilon: float | None = None,

@@ -22,6 +22,8 @@ from synth_core.workbench.budget import budget_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(rounds=2, fit_iters=10, final_fit_iters=20, seed=0)
+#: AIM needs at least one round per column (its 1-way initialisation)
+AIM_FAST = dict(FAST, rounds=8)
 BOUNDED = Guarantee("bounded")
 
 
@@ -208,14 +210,15 @@ def test_the_api_charges_only_the_tables_own_account_and_refuses_before_measurin
     acc = BudgetAccount.create(tmp_path / "t.json", label="titanic",
                                fingerprint=table_fingerprint(s.private), epsilon=1.0, delta=1e-9)
     with pytest.raises(BudgetExceededError):
-        list(Synthesizer("aim", epsilon=2.0, **FAST).run(s.private, schema=s.schema, budget=acc))
+        list(Synthesizer("aim", epsilon=2.0, **AIM_FAST).run(s.private, schema=s.schema,
+                                                             budget=acc))
     with pytest.raises(ConfigError, match="belongs to another table"):
-        list(Synthesizer("aim", epsilon=0.5, **FAST).run(s.public, schema=s.schema, budget=acc))
+        list(Synthesizer("aim", epsilon=0.5, **AIM_FAST).run(s.public, schema=s.schema, budget=acc))
     s.private.to_csv(tmp_path / "private.csv", index=False)   # the same table as a file
     assert synthesize(tmp_path / "private.csv", schema=s.schema, mechanism="mwem-pgm",
                       epsilon=0.5, budget=acc, **FAST).report["budget_account"]
     with pytest.raises(ConfigError, match="budget must be a BudgetAccount") as err:
-        list(Synthesizer("aim", epsilon=0.5, **FAST).run(s.private, budget=str(acc.path)))
+        list(Synthesizer("aim", epsilon=0.5, **AIM_FAST).run(s.private, budget=str(acc.path)))
     assert "BudgetAccount.open" in err.value.hint
     assert [h["mechanism"] for h in acc.history()] == ["mwem-pgm"]
     # an account made under the fingerprint of older versions is the table's, re-keyed
@@ -224,6 +227,30 @@ def test_the_api_charges_only_the_tables_own_account_and_refuses_before_measurin
     synthesize(s.private, schema=s.schema, mechanism="mwem-pgm", epsilon=0.5, budget=legacy,
                **FAST)
     assert BudgetAccount.open(tmp_path / "old.json").fingerprint == acc.fingerprint
+
+
+def test_two_runs_of_one_synthesizer_are_each_charged_their_own_spend(tmp_path):
+    """A charge settled from the Synthesizer's latest engine: run 1 left paused
+    (a notebook loop interrupted), run 2 started on the same Synthesizer, then
+    run 1 closed was charged run 2's spend so far, and the total could be passed."""
+    s = load_sample("titanic")
+    acc = BudgetAccount.create(tmp_path / "t.json", label="titanic",
+                               fingerprint=table_fingerprint(s.private), epsilon=3.0, delta=1e-9)
+    synth = Synthesizer("mwem-pgm", epsilon=1.0, **dict(FAST, rounds=3))
+    first = synth.run(s.private, schema=s.schema, budget=acc)
+    next(first), next(first)                     # two rounds measured, then left paused
+    first_engine = synth.engine
+    second = synth.run(s.private, schema=s.schema, budget=acc)
+    next(second)                                 # one round of the second run
+    assert synth.engine is not first_engine
+    first.close()
+    assert 0 < synth.engine.ledger.spent < first_engine.ledger.spent
+    assert acc.history()[0]["rho_spent"] == pytest.approx(first_engine.ledger.spent, rel=1e-12)
+    list(second)
+    assert acc.history()[1]["rho_spent"] == pytest.approx(synth.engine.ledger.spent, rel=1e-12)
+    assert acc.spent == pytest.approx(first_engine.ledger.spent + synth.engine.ledger.spent)
+    assert synth.result.report["budget_account"]["this_run_rho"] == \
+        pytest.approx(synth.engine.ledger.spent)
 
 
 def test_the_report_carries_the_account_and_no_fingerprint(tmp_path):
