@@ -41,7 +41,7 @@ from .privacy import (Guarantee, Ledger, Neighbours, check_delta_plausible, reso
                       rho_from_epsilon_delta)
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
-                     table_bytes, write_all)
+                     refuse_seed_text, table_bytes, write_all)
 from .schema import Schema, load_schema
 from .schema_infer import domain_with_choices
 from .tables import PublicInfo, load_table
@@ -620,6 +620,9 @@ class Synthesizer:
                                 public_columns=public_columns, data_name=data_name,
                                 public_name=public_name, backend=backend,
                                 backend_options=backend_options, drop_columns=drop_columns)
+        refuse_seed_text(inputs.public_label, "public rows' description",
+                         hint="Rename the public file (or give public_name= in the API): a "
+                              "release names the public rows it used.")
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
         workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
         # built here, so that what its constructor refuses is refused before any reservation

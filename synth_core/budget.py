@@ -51,7 +51,7 @@ import pandas as pd
 
 from .errors import BudgetExceededError, ConfigError, GuaranteeMismatchError
 from .privacy import Guarantee, cdp_epsilon, check_delta_plausible, rho_from_epsilon_delta
-from .report import atomic_write_bytes, check_release
+from .report import atomic_write_bytes, check_release, refuse_seed_text
 from .tables import check_column_names, record_hashes
 
 ACCOUNT_FORMAT = "synth-budget-account/1"
@@ -292,6 +292,10 @@ class BudgetAccount:
         Refuses to replace an existing account (its history would be lost):
         :class:`AccountExistsError`.
         """
+        refuse_seed_text(label, "budget account's label",
+                         hint="Give the account another label (--budget-label on the command "
+                              "line, the Label field in the workbench); a release names the "
+                              "account by it, and it can never be changed.")
         if (total_rho is None) == (epsilon is None):
             raise ConfigError("Give the total budget either as rho or as epsilon and delta.")
         if epsilon is not None:

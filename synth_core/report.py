@@ -149,7 +149,18 @@ _SEED_IN_TEXT = re.compile(r"\bseed\s*[=:]\s*-?\d")
 
 #: keys whose values are the data's own names and values (columns, categories), where a
 #: text such as "seed: 3" is data, not a run's seed
-_DATA_TEXT_KEYS = frozenset({"schema", "categories", "columns"})
+_DATA_TEXT_KEYS = frozenset({"schema", "categories", "columns", "dropped_columns"})
+
+
+def refuse_seed_text(text: str | None, what: str, hint: str) -> None:
+    """ConfigError for a name the user gave that a release would carry (an account's
+    label, the public rows' name) and :func:`check_release` would refuse as naming
+    a seed; raised before anything is reserved or spent, not after the run."""
+    found = _SEED_IN_TEXT.search(text or "")
+    if found:
+        raise ConfigError(f"The {what} {text!r} reads as a seed ({found.group(0)!r}): release "
+                          "reports carry it, and a release may name no seed (a seed regenerates "
+                          "a research run's noise).", hint=hint)
 
 
 def check_release(obj, path: str = "report", *, texts: bool = True) -> None:

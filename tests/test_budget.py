@@ -954,6 +954,41 @@ def test_a_run_refused_for_its_inputs_makes_no_new_account(tmp_path, capsys):
     assert BudgetAccount.open(acct).cap == {"epsilon": 3.0, "delta": 1e-09}
 
 
+def test_a_name_that_reads_as_a_seed_is_refused_before_anything_is_spent(tmp_path, capsys):
+    """check_release refuses text naming a seed. A file called 'cohort-seed=7.csv'
+    (the account's default label) or public rows so named were refused only after
+    the run had been charged, on every run; a dropped column so named too."""
+    from synth_core.cli import main
+    sample = ROOT / "sample_data" / "titanic"
+    private, public = tmp_path / "cohort-seed=7.csv", tmp_path / "pub-seed=3.csv"
+    private.write_bytes((sample / "private.csv").read_bytes())
+    public.write_bytes((sample / "public.csv").read_bytes())
+    acct = tmp_path / "a.json"
+    common = ["run", "--schema", str(sample / "schema.json"), "--mechanism", "mwem-pgm",
+              "--rounds", "2", "--epsilon", "0.5", "--fit-iters", "10", "--final-fit-iters",
+              "20", "--quiet", "--budget-file", str(acct), "--budget-total-epsilon", "2",
+              "--report", str(tmp_path / "r.json"), "--out", str(tmp_path / "s.csv")]
+    assert main([*common, "--data", str(private), "--public", str(public)]) == 2
+    err = capsys.readouterr().err
+    assert "public rows' description \"public table 'pub-seed=3.csv', 301 rows\" reads as a " \
+           "seed ('seed=3')" in err and "Rename the public file" in err and not acct.exists()
+    assert main([*common, "--data", str(private), "--no-public"]) == 2
+    err = capsys.readouterr().err
+    assert "budget account's label 'cohort-seed=7.csv' reads as a seed" in err
+    assert "--budget-label" in err and not acct.exists()
+    assert main([*common, "--data", str(private), "--no-public",
+                 "--budget-label", "cohort 7"]) == 0
+    assert BudgetAccount.open(acct).label == "cohort 7"
+    # a dropped column's name is the data's own, like the columns'
+    frame = pd.read_csv(private).assign(**{"note seed:1": "x"})
+    frame.to_csv(private, index=False)
+    common[common.index(str(acct))] = str(tmp_path / "another-table.json")
+    assert main([*common, "--data", str(private), "--no-public", "--drop",
+                 "note seed:1", "--budget-label", "cohort 7 with notes"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["data"]["dropped_columns"] == \
+        ["note seed:1"]
+
+
 def test_a_total_set_while_a_run_is_going_counts_that_run(wb, tmp_path, capsys):
     """Setting a table's total while one of this session's runs is still going: the
     run is reserved in the new account at once, so a run admitted next cannot
