@@ -11,7 +11,7 @@ from typing import Mapping
 import streamlit as st
 
 from app_pages.common import sync_widgets
-from synth_core.privacy import MAX_EPSILON
+from synth_core.privacy import MAX_EPSILON, MIN_RUN_EPSILON
 from synth_core.workbench import EPSILON_GRID, parse_epsilons
 from synth_core.workbench.guide import ChoiceList, choice_list, choice_of
 
@@ -60,6 +60,7 @@ def pick_epsilons(key: str, container=st) -> list[float]:
                                         "typed (0.3 also matches 0.03).")
     eps, not_epsilons = parse_epsilons(picked)
     if not_epsilons:
-        container.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a positive "
-                        f"number up to {MAX_EPSILON:,.0f}, such as 0.3.", icon=":material/error:")
+        container.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a number "
+                        f"from {MIN_RUN_EPSILON:g} to {MAX_EPSILON:,.0f}, such as 0.3.",
+                        icon=":material/error:")
     return eps

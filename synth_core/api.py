@@ -37,8 +37,8 @@ from .mechanisms.base import Mechanism
 from .mechanisms.query_release import QueryReleaseLoop
 from .runtime import require_packages
 from .model import FittedModel
-from .privacy import (Guarantee, Ledger, Neighbours, check_delta_plausible, resolve_mode,
-                      rho_from_epsilon_delta)
+from .privacy import (MIN_RUN_EPSILON, Guarantee, Ledger, Neighbours, check_delta_plausible,
+                      resolve_mode, rho_from_epsilon_delta)
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
                      refuse_seed_text, table_bytes, write_all)
@@ -151,6 +151,10 @@ class RunConfig:
         _require_real("epsilon", self.epsilon, positive=True)
         _require_real("delta", self.delta)
         rho_from_epsilon_delta(self.epsilon, self.delta)
+        if self.epsilon < MIN_RUN_EPSILON:
+            raise ConfigError(f"A run's epsilon must be at least {MIN_RUN_EPSILON:g}, got "
+                              f"{self.epsilon:g}: below it the noise drowns every count.",
+                              hint="Typical values lie between 0.1 and 10.")
         check_delta_plausible(self.delta)
         if self.rounds is not None:
             _require_int("rounds", self.rounds, 1, MAX_ROUNDS)
@@ -509,6 +513,28 @@ def input_warnings(mechanism: str, inputs: Inputs) -> list[str]:
     return out
 
 
+#: the most records an unbounded run synthesises: its row count is the model's noisy
+#: total, which has no upper bound when the noise is large
+MAX_SYNTHETIC_ROWS = 10_000_000
+
+
+def noisy_row_count(total: float) -> tuple[int, str | None]:
+    """The synthetic row count of an unbounded run from the model's noisy ``total``,
+    kept within 1 and :data:`MAX_SYNTHETIC_ROWS`, and the warning when it was not
+    (the total is a DP estimate, so the warning releases nothing new)."""
+    if math.isfinite(total) and 1 <= round(total) <= MAX_SYNTHETIC_ROWS:
+        return int(round(total)), None
+    if math.isfinite(total) and total < 1:
+        return 1, (f"The model's noisy total ({total:.3g} records) is below one record: the "
+                   "synthetic table has 1 row. Under unbounded DP the number of records is "
+                   "estimated with noise; at this epsilon that noise is larger than the table.")
+    return MAX_SYNTHETIC_ROWS, (
+        f"The model's noisy total ({total:,.0f} records) is above {MAX_SYNTHETIC_ROWS:,}: the "
+        f"synthetic table has {MAX_SYNTHETIC_ROWS:,} rows. Under unbounded DP the number of "
+        "records is estimated with noise; at this epsilon that noise can be far larger than "
+        "the table.")
+
+
 #: the run warning of a domain read off the private table
 PRIVATE_DOMAIN_WARNING = ("The domain was read off the private table: the release reveals its "
                           "categories and bounds (not protected). Declare a schema, or read it "
@@ -713,13 +739,14 @@ class Synthesizer:
         yield from engine.rounds()
 
         rng = np.random.default_rng([seed, 1])
+        rows_note = None
         if neighbours.n_is_public:
             rows = inputs.data.n
         elif mechanism.capabilities.zero_budget:
             # no private measurement, so no noisy total: the public rows' own count
             rows = inputs.data.public.n
         else:
-            rows = max(1, int(round(engine.model.total)))
+            rows, rows_note = noisy_row_count(engine.model.total)
         conditional_on = mechanism.conditional_on
         codes = mechanism.sample(engine, rows, rng,
                                  lambda columns: own_public_codes(inputs, columns))
@@ -733,7 +760,8 @@ class Synthesizer:
             # values; that order can depend on private values (a file sorted or grouped by a
             # private column), so the release's records are put in a random order
             codes, synthetic = shuffled_records(rng, codes, synthetic)
-        run_warnings = mechanism.run_warnings() + input_warnings(cfg.mechanism, inputs)
+        run_warnings = (mechanism.run_warnings() + input_warnings(cfg.mechanism, inputs)
+                        + ([rows_note] if rows_note else []))
         for message in run_warnings:
             warn_run(message)
         if not mechanism.capabilities.public_rows:

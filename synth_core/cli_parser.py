@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     mech = run.add_argument_group("mechanism and budget")
     mech.add_argument("--mechanism", default="jam-pgm", choices=sorted(MECHANISMS),
                       help="mechanism (default: jam-pgm)")
-    mech.add_argument("--epsilon", type=float, default=1.0, help="epsilon (default: 1.0)")
+    mech.add_argument("--epsilon", type=float, default=1.0, help="epsilon, from 0.0001 to 1e6 (default: 1.0)")
     mech.add_argument("--delta", type=float, default=1e-9,
                       help="delta, at most 1e-3 (default: 1e-9; keep it far below 1/n)")
     mech.add_argument("--neighbours", default="bounded", choices=["bounded", "unbounded"],

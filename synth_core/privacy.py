@@ -38,6 +38,11 @@ LEDGER_RELATIVE_TOLERANCE = 1e-12
 #: (e^epsilon overflows a float from about 710), it keeps the conversion to rho
 #: in the range where its arithmetic is exact to floating-point precision.
 MAX_EPSILON = 1e6
+#: The smallest epsilon a run accepts. Below it the noise of every measurement
+#: dwarfs any count a table can have (at 1e-6, Titanic's noisy total asked for 3.4
+#: million synthetic rows), and the noise scales leave floating-point range
+#: (1e-150 divided by zero in the fit).
+MIN_RUN_EPSILON = 1e-4
 
 
 # --------------------------------------------------------------------------

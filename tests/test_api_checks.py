@@ -56,6 +56,37 @@ def test_a_delta_up_to_the_bound_is_taken_and_one_above_says_why():
     assert "far below 1/n" in exc.value.hint
 
 
+def test_an_epsilon_too_small_to_mean_anything_is_refused_before_the_run():
+    """At epsilon 1e-8 an unbounded run's noisy total asked for hundreds of millions of
+    synthetic rows (a raw MemoryError after the budget was spent). The documented
+    floor, 1e-4 (docs/python_api.md), written out: not the constant."""
+    RunConfig("independent", epsilon=1e-4).validate()
+    with pytest.raises(ConfigError, match="at least 0.0001, got 9.9e-05") as exc:
+        RunConfig("independent", epsilon=0.99e-4).validate()
+    assert "0.1 and 10" in exc.value.hint
+
+
+@pytest.mark.parametrize("mechanism", ["jam-pgm", "vjam-pgm", "gem"])
+def test_a_budget_share_that_leaves_a_step_nothing_is_refused(mechanism):
+    """vjam-pgm with alpha=1e-320 overflowed a noise variance after spending."""
+    from synth_core.mechanisms import make_mechanism
+    options = {"public_columns": ("a",)} if mechanism == "vjam-pgm" else {}
+    for alpha in (1e-320, 0.0005, 0.9995, 1.0):
+        with pytest.raises(ConfigError, match="must lie between 0.001 and 0.999"):
+            make_mechanism(mechanism, alpha=alpha, **options)
+    make_mechanism(mechanism, alpha=0.001, **options)
+
+
+def test_an_unbounded_runs_row_count_stays_between_one_and_the_cap():
+    from synth_core.api import MAX_SYNTHETIC_ROWS, noisy_row_count
+    assert noisy_row_count(1234.4) == (1234, None)
+    rows, note = noisy_row_count(3.5e8)
+    assert rows == MAX_SYNTHETIC_ROWS == 10_000_000 and "350,000,000 records" in note
+    assert noisy_row_count(math.inf)[0] == MAX_SYNTHETIC_ROWS
+    rows, note = noisy_row_count(-52.0)
+    assert rows == 1 and "below one record" in note
+
+
 def test_good_arguments_are_accepted_and_normalised():
     s = Synthesizer("aim", epsilon=2, delta=1e-9, rounds=np.int64(6), max_model_size=10,
                     fit_iters=7, seed=np.int64(3))

@@ -474,12 +474,12 @@ def test_compare_page_runs_a_small_grid(tmp_path, monkeypatch):
     assert errors(at) and "at least one epsilon" in errors(at)[0]
     at.multiselect(key="cmp_mechs").set_value(["jam-pgm", "public-only"])
     at.multiselect(key="cmp_eps").set_value([0.5, "x"]).run()    # a value typed in
-    assert errors(at) == ["Not an epsilon, left out: x. Type a positive number up to "
+    assert errors(at) == ["Not an epsilon, left out: x. Type a number from 0.0001 to "
                           "1,000,000, such as 0.3."]
-    # past the largest epsilon a run takes: named here, not first at Start (helper-58)
-    at.multiselect(key="cmp_eps").set_value([0.5, "1e9", "0"]).run()
-    assert errors(at) == ["Not an epsilon, left out: 1e9, 0. Type a positive number up to "
-                          "1,000,000, such as 0.3."]
+    # past the largest epsilon a run takes, or below the smallest: named here, not at Start
+    at.multiselect(key="cmp_eps").set_value([0.5, "1e9", "0", "1e-5"]).run()
+    assert errors(at) == ["Not an epsilon, left out: 1e9, 0, 1e-5. Type a number from 0.0001 "
+                          "to 1,000,000, such as 0.3."]
     at.multiselect(key="cmp_eps").set_value([0.5, "3.16"])       # one not in the list
     at.number_input(key="cmp_seeds").set_value(1)
     run_comparison(at)

@@ -227,6 +227,20 @@ class ScoreTerms:
         return self.weight * (current_error - self.offset)
 
 
+#: the range a budget share (JAM-PGM's and GEM's ``alpha``) must lie in: a share of
+#: 1e-320 gave a noise scale that overflowed a float after the budget was spent
+BUDGET_SHARE_RANGE = (1e-3, 1 - 1e-3)
+
+
+def check_budget_share(value: float, what: str) -> float:
+    """``value`` as a float, or ConfigError unless it lies in :data:`BUDGET_SHARE_RANGE`."""
+    low, high = BUDGET_SHARE_RANGE
+    if not low <= value <= high:
+        raise ConfigError(f"alpha ({what}) must lie between {low:g} and {high:g}, got {value}.",
+                          hint="The papers' values are 0.8 (JAM-PGM) and 0.67 (GEM).")
+    return float(value)
+
+
 class Mechanism(ABC):
     """The base protocol of every mechanism (see the module docstring for the contract).
 

@@ -79,7 +79,7 @@ from .. import privacy
 from ..engine import PRIVATE, PUBLIC, RunState
 from ..errors import ConfigError
 from .base import (BOUNDED, PUBLIC_COLUMNS_OPTION, QUERY_ANSWERS, REQUIRED, Capabilities,
-                   Option)
+                   Option, check_budget_share)
 from .query_release import (CountingQueries, QueryReleaseLoop, QueryReleaseMechanism,
                             measure_counting_query)
 from ..runtime import require_packages
@@ -429,8 +429,7 @@ class GEM(QueryReleaseMechanism):
         self.T = GEM_DEFAULT_ROUNDS if rounds is None else int(rounds)
         if self.T < 1:
             raise ConfigError("GEM needs at least one round.")
-        if not 0 < alpha < 1:
-            raise ConfigError(f"alpha (the selection share) must lie in (0, 1), got {alpha}.")
+        alpha = check_budget_share(alpha, "the selection share")
         for label, v in (("lr", lr), ("inner_steps", inner_steps), ("max_queries", max_queries),
                          ("noise_dim", noise_dim), ("batch", batch), ("threads", threads),
                          ("pretrain_patience", pretrain_patience),

@@ -49,7 +49,8 @@ from ..engine import (PRIVATE, PUBLIC, Candidate, RoundPlan, RunState, expected_
                       model_errors, size_filter)
 from ..errors import ConfigError
 from .base import (BOUNDED, MAX_MODEL_SIZE_OPTION, OPTIONAL, PUBLIC_COLUMNS_OPTION,
-                   AdaptiveMechanism, Capabilities, Option, ScoreTerms, require_public_rows)
+                   AdaptiveMechanism, Capabilities, Option, ScoreTerms, check_budget_share,
+                   require_public_rows)
 
 #: JAM-PGM's share of each round's budget spent on measurement.
 JAM_MEASURE_SHARE = 0.8
@@ -68,11 +69,10 @@ def jam_schedule(name: str, rounds, alpha: float, max_model_size: float) -> tupl
         rounds = JAM_DEFAULT_ROUNDS
     if rounds < 1:
         raise ConfigError(f"{name} needs at least one round.")
-    if not 0 < alpha < 1:
-        raise ConfigError(f"alpha (the measurement share) must lie in (0, 1), got {alpha}.")
+    alpha = check_budget_share(alpha, "the measurement share")
     if not max_model_size > 0:
         raise ConfigError("max_model_size must be positive (MB).")
-    return int(rounds), float(alpha), float(max_model_size)
+    return int(rounds), alpha, float(max_model_size)
 
 
 def jam_round_budget(state: RunState, T: int, alpha: float, max_model_size: float):

@@ -10,7 +10,7 @@ from typing import Sequence
 from ..api import RunConfig
 from ..errors import WorkloadError
 from ..mechanisms import MECHANISMS
-from ..privacy import MAX_EPSILON
+from ..privacy import MAX_EPSILON, MIN_RUN_EPSILON
 from ..report import DOMAIN_NOTES
 
 #: epsilon choices of the log-scale slider
@@ -20,8 +20,9 @@ EPSILON_GRID = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 
 
 def parse_epsilons(values: Sequence) -> tuple[list[float], list[str]]:
     """An epsilon grid picked from :data:`EPSILON_GRID` or typed in: (the
-    positive values up to :data:`~synth_core.privacy.MAX_EPSILON`, sorted, each
-    once; the entries that are not one, as typed)."""
+    values from :data:`~synth_core.privacy.MIN_RUN_EPSILON` up to
+    :data:`~synth_core.privacy.MAX_EPSILON`, sorted, each once; the entries
+    that are not one, as typed)."""
     good, bad = set(), []
     for value in values:
         try:
@@ -29,7 +30,7 @@ def parse_epsilons(values: Sequence) -> tuple[list[float], list[str]]:
         except (TypeError, ValueError):
             bad.append(str(value))
             continue
-        if 0 < e <= MAX_EPSILON:
+        if MIN_RUN_EPSILON <= e <= MAX_EPSILON:
             good.add(e)
         else:
             bad.append(str(value))
