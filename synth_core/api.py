@@ -222,6 +222,9 @@ class Inputs:
     dropped: tuple[str, ...] = ()
     #: where the private marginals are counted ("memory", "duckdb", "spark")
     backend: str = "memory"
+    #: the public rows are rows of the private table's file flagged by a column (left
+    #: out of the private table), not a table of their own
+    public_flagged: bool = False
 
 
 @dataclass
@@ -349,7 +352,8 @@ def prepare_inputs(data, public=None, *, schema=None, public_flag: str | None = 
         options=backend_options, drop=drop_column_names(drop_columns))
     return Inputs(prepared.schema, PreparedData(prepared.private, prepared.public),
                   prepared.public_info, prepared.public_label, prepared.public_values,
-                  prepared.dropped, prepared.backend)
+                  prepared.dropped, prepared.backend,
+                  public_flagged=bool(public_flag) and prepared.public is not None)
 
 
 @dataclass
@@ -506,8 +510,15 @@ def input_warnings(mechanism: str, inputs: Inputs) -> list[str]:
     that ignores them, and a domain read off the private table (not protected)."""
     out = []
     if inputs.public_label is not None and not MECHANISMS[mechanism].capabilities.public_rows:
-        out.append(f"{mechanism} does not use public rows: the public rows given "
-                   f"({inputs.public_label}) were ignored.")
+        domain = inputs.schema.source == "public"
+        if inputs.public_flagged:
+            out.append(f"{mechanism} does not use public rows: the {inputs.public_label} were "
+                       "left out of the table it synthesises"
+                       + (", and the domain was read off them." if domain else "."))
+        else:
+            out.append(f"{mechanism} does not use public rows: the public rows given "
+                       f"({inputs.public_label}) were ignored"
+                       + (", except that the domain was read off them." if domain else "."))
     if inputs.schema.source == "private":
         out.append(PRIVATE_DOMAIN_WARNING)
     return out
@@ -764,9 +775,11 @@ class Synthesizer:
                         + ([rows_note] if rows_note else []))
         for message in run_warnings:
             warn_run(message)
+        domain_rows = inputs.public_label if inputs.schema.source == "public" else None
         if not mechanism.capabilities.public_rows:
             inputs.public_label = None  # given but unused: not part of the release's claims
-        report = self._report(inputs, workload, engine, rho, seeded, len(synthetic))
+        report = self._report(inputs, workload, engine, rho, seeded, len(synthetic),
+                              domain_rows)
         report["warnings"] = run_warnings
         conditioning = mechanism.conditioning_report()
         if conditioning is not None:
@@ -779,7 +792,7 @@ class Synthesizer:
             run_warnings, seed)
 
     def _report(self, inputs: Inputs, workload: Workload, engine: Engine, rho: float,
-                seeded: bool, rows: int) -> dict:
+                seeded: bool, rows: int, domain_rows: str | None) -> dict:
         cfg = self.config
         bounded = Neighbours.parse(cfg.neighbours).n_is_public
         statement = privacy_statement(
@@ -788,7 +801,7 @@ class Synthesizer:
             private_columns=_private_columns(inputs),
             domain_source=inputs.schema.source, research_mode=engine.noise.mode == "research",
             spent=engine.ledger.spent, seeded=seeded,
-            conditional_on=engine.mechanism.conditional_on)
+            conditional_on=engine.mechanism.conditional_on, domain_rows=domain_rows)
         privacy = {
             "accounting": "rho-zCDP, fully adaptive composition",
             "epsilon": cfg.epsilon, "delta": cfg.delta, "rho": rho,
@@ -806,7 +819,7 @@ class Synthesizer:
         del config["seed"]  # curator-only (RunResult.curator_record): it regenerates the noise
         return build_report(
             config=config, privacy=privacy, domain_source=inputs.schema.source,
-            schema=inputs.schema.to_json(),
+            domain_rows=domain_rows, schema=inputs.schema.to_json(),
             public={"rows": inputs.public_label, "columns": list(inputs.public.columns),
                     "private_columns": _private_columns(inputs),
                     "n_public": inputs.data.public.n

@@ -53,12 +53,24 @@ DOMAIN_NOTES = {
 }
 
 
+def domain_note(source: str, public_rows: str | None = None) -> str:
+    """The report's note on where the domain came from; a domain read off public
+    rows names them (``public_rows``: their description in the release)."""
+    if source == "public" and public_rows:
+        return DOMAIN_NOTES["public"].replace("the public data;",
+                                              f"the public data ({public_rows});")
+    return DOMAIN_NOTES[source]
+
+
 def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: str,
                       public_rows: str | None, public_columns=(), private_columns=(),
                       domain_source: str, research_mode: bool, spent: float,
-                      seeded: bool = True, conditional_on=()) -> str:
+                      seeded: bool = True, conditional_on=(),
+                      domain_rows: str | None = None) -> str:
     """The release's privacy statement, in words (``conditional_on``: the public
-    columns a conditional run copies from every record into the synthetic data)."""
+    columns a conditional run copies from every record into the synthetic data;
+    ``domain_rows``: the public rows a domain was read off, named even when the
+    mechanism uses them for nothing else)."""
     if public_columns:
         unit = ("replacing the private-column values of one record (bounded DP; the number "
                 "of records and every record's public-column values are public)"
@@ -90,7 +102,7 @@ def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: s
                      "record's own values of " + ", ".join(conditional_on) + ", copied as "
                      "they are (their joint counts equal the private table's exactly); only "
                      "the private columns were generated.")
-    lines.append(DOMAIN_NOTES[domain_source])
+    lines.append(domain_note(domain_source, domain_rows))
     if spent <= 0:
         lines.append("Nothing was measured or selected from the private table (rho spent = "
                      "0): the synthetic data depend on it only through what the neighbour "
@@ -121,7 +133,8 @@ class ReleaseReport(dict):
 
 def build_report(*, config: dict, privacy: dict, domain_source: str, schema: dict,
                  public: dict, workload: dict, measurements: list, events: list,
-                 ledger: dict, synthetic: dict, data: dict) -> dict:
+                 ledger: dict, synthetic: dict, data: dict,
+                 domain_rows: str | None = None) -> dict:
     report = ReleaseReport({
         "format": REPORT_FORMAT,
         "software": {"synth_core": __version__},
@@ -129,7 +142,7 @@ def build_report(*, config: dict, privacy: dict, domain_source: str, schema: dic
         "config": config,
         "privacy": privacy,
         "domain": {"source": domain_source, "protected": domain_source != "private",
-                   "note": DOMAIN_NOTES[domain_source]},
+                   "note": domain_note(domain_source, domain_rows)},
         "data": data,
         "public_information": public,
         "workload": workload,

@@ -268,6 +268,35 @@ def test_duckdb_backend_refuses_a_lost_column_and_drops_on_request(tmp_path):
     assert list(result.synthetic.columns) == ["a", "b"]
 
 
+def test_rows_flagged_public_that_a_mechanism_ignores_are_said_to_be_left_out(tmp_path):
+    """A mechanism without public rows, given rows flagged public and no schema: the
+    report said the rows were 'ignored' and the domain 'read off the public data',
+    though the flagged rows were taken out of the private table and the domain was
+    read off them. It says both, and names the rows it read the domain off."""
+    from synth_core import load_sample
+    from synth_core.api import RunWarning
+    t = load_sample("titanic")
+    public = pd.concat([t.private, t.public], ignore_index=True)   # holds every value
+    table = pd.concat([t.private.assign(is_pub=0), public.assign(is_pub=1)],
+                      ignore_index=True)
+    with pytest.warns(RunWarning, match="left out of the table it synthesises"):
+        result = Synthesizer("mst", epsilon=1, seed=0, final_fit_iters=20).fit(
+            table, public_flag="is_pub", data_name="clinic")
+    report = result.report
+    flagged = "rows of the private table flagged by column 'is_pub'"
+    assert report["warnings"] == [f"mst does not use public rows: the {flagged} were left "
+                                  "out of the table it synthesises, and the domain was read "
+                                  "off them."]
+    assert report["data"]["n"] == len(t.private)
+    assert f"read off the public data ({flagged}" in report["domain"]["note"]
+    assert f"read off the public data ({flagged}" in report["privacy"]["statement"]
+    assert report["public_information"]["rows"] is None     # the mechanism did not use them
+    # a separate public table a mechanism ignores, whose rows gave the domain
+    with pytest.warns(RunWarning, match="were ignored, except that the domain was read"):
+        Synthesizer("mst", epsilon=1, seed=0, final_fit_iters=20).fit(t.private,
+                                                                      public=public)
+
+
 def test_a_run_warns_about_inputs_it_ignores_or_cannot_protect(tmp_path):
     """Public rows given to a mechanism that ignores them, and a domain read off the
     private table: a RunWarning and a line of the report's warnings; the seeded
