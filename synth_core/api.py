@@ -199,6 +199,12 @@ class RunConfig:
             options.setdefault("rounds", self.rounds)
         return options
 
+    def unused_rounds(self) -> bool:
+        """Whether ``rounds`` was given to a mechanism that sets its own number of
+        rounds (MST, PrivBayes+PGM, Independent, the public-only baseline)."""
+        return (self.rounds is not None
+                and "rounds" not in MECHANISMS[self.mechanism].option_defaults())
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -772,7 +778,10 @@ class Synthesizer:
             # private column), so the release's records are put in a random order
             codes, synthetic = shuffled_records(rng, codes, synthetic)
         run_warnings = (mechanism.run_warnings() + input_warnings(cfg.mechanism, inputs)
-                        + ([rows_note] if rows_note else []))
+                        + ([rows_note] if rows_note else [])
+                        + ([f"{mechanism.display_name()} sets its own number of rounds "
+                            f"({len(engine.events)} here): rounds={cfg.rounds} was not used."]
+                           if cfg.unused_rounds() else []))
         for message in run_warnings:
             warn_run(message)
         domain_rows = inputs.public_label if inputs.schema.source == "public" else None
@@ -815,6 +824,8 @@ class Synthesizer:
             "statement": statement,
         }
         config = cfg.resolved_json()
+        if cfg.unused_rounds():
+            config["rounds"] = None   # the mechanism sets its own: the report says what ran
         config["mode"] = engine.noise.mode
         del config["seed"]  # curator-only (RunResult.curator_record): it regenerates the noise
         return build_report(

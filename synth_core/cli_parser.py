@@ -69,14 +69,16 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--public-columns", metavar="COL,COL,...",
                      help="public columns (vertical split): comma-separated columns of --data "
                           "known for every record; the guarantee then protects the other "
-                          "columns only (used by vjam-pgm, and by aim/vjam-pgm with "
-                          "--conditional; other mechanisms refuse them). With --backend "
+                          "columns only (required by vjam-pgm, vpmw and vgem-pub; optional for "
+                          "jam-pgm, and for aim with --conditional; other mechanisms refuse "
+                          "them). With --backend "
                           "duckdb/spark, vjam-pgm counts their marginals in the engine; "
                           "--conditional loads these columns only (one value per record and column)")
     src.add_argument("--conditional", action="store_true",
-                     help="conditional generation (aim, vjam-pgm; needs --public-columns): "
+                     help="conditional generation (aim, vjam-pgm; with --public-columns): "
                           "every record keeps its public values and only its private columns "
-                          "are sampled from the model, conditioned on them")
+                          "are sampled from the model, conditioned on them (without public "
+                          "columns the run is the plain mechanism, with a warning)")
     src.add_argument("--condition-max-mb", type=float, default=None, metavar="MB",
                      help="with --conditional: bound (MB of junction tree) on the exact public "
                           "marginals the model is fitted with (default: 5, capped at the max "
@@ -122,8 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--rounds", type=int, default=None,
                       help="JAM-PGM, vJAM-PGM: number of rounds T (default 30); AIM: budget scale T "
                            "(default 16 x number of columns); MWEM+PGM: rounds (default: number "
-                           "of columns); PMW-Pub: rounds (default 500); GEM, GEM-Pub: rounds "
-                           "(default 50)")
+                           "of columns); PMW-Pub, vPMW: rounds (default 500); GEM, GEM-Pub, "
+                           "vGEM-Pub: rounds (default 50); MST, PrivBayes+PGM, Independent and "
+                           "public-only set their own (a warning says it was not used)")
     mech.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                       help=OPTION_HELP)
     mech.add_argument("--max-model-size", type=float, default=80.0,
@@ -146,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="maximum iterations of the final fit (default: 1000)")
     mech.add_argument("--fit-tol", type=float, default=1e-4,
                       help="a round's fit stops early once the loss improves by less than this "
-                           "fraction over 50 iterations, twice in a row (default: 1e-4)")
+                           "fraction over 50 iterations, twice in a row after the first 50, so "
+                           "only fits of more than 100 iterations (AIM's 1,000, --fit-iters) "
+                           "can stop early (default: 1e-4)")
     out = run.add_argument_group("output")
     out.add_argument("--out", metavar="PATH", default="out/synthetic.csv",
                      help="synthetic data, .csv or .parquet (default: out/synthetic.csv). Every "
@@ -434,7 +439,8 @@ def _add_whatif_parser(sub) -> None:
     what.add_argument("--assumed-n", type=int, metavar="N",
                       help="unbounded DP without public rows: the row count to assume, "
                            "10 to 10,000,000 (default 1,000)")
-    settings = p.add_argument_group("run settings (as for synth run)")
+    settings = p.add_argument_group("run settings (as for synth run; a mechanism's other "
+                                    "options take their defaults)")
     settings.add_argument("--workload", help="default: all-3way")
     settings.add_argument("--delta", type=float, help="default: 1e-9")
     settings.add_argument("--neighbours", choices=["bounded", "unbounded"],

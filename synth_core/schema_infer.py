@@ -237,8 +237,9 @@ def _choices(df: pd.DataFrame, numeric, categorical, drop) -> dict[str, str]:
         for col in names:
             if col not in df.columns:
                 raise ConfigError(
-                    f"{{{choice}:{col}}} names a column that is not in the table: '{col}'.",
-                    hint=f"Its columns are: {_show_list(df.columns)}.", column=col)
+                    f"'{col}', chosen as a {choice} column, is not a column of the table.",
+                    hint=f"Correct {{{choice}:{col}}}; the table's columns are: "
+                         f"{_show_list(df.columns)}.", column=col)
             if out.get(col, choice) != choice:
                 raise ConfigError(f"column '{col}' is chosen both {out[col]} and {choice}.",
                                   hint="Choose one for each column.", column=col)

@@ -94,8 +94,9 @@ def _too_large(label: str, path: Path, what: str) -> DataError:
     return DataError(f"'{label}' is larger than the input limit of {max_input_mb():g} MB "
                      f"{what}; it was not loaded.",
                      hint=f"Raise the limit with 'synth run --max-input-mb MB' or the "
-                          f"{MAX_INPUT_ENV} environment variable (the app), or load a "
-                          "smaller file.", path=str(path))
+                          f"{MAX_INPUT_ENV} environment variable (read by the command line "
+                          "and the app; set it where the app starts), or load a smaller "
+                          "file.", path=str(path))
 
 
 class _BoundedReader(io.RawIOBase):

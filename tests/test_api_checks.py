@@ -87,6 +87,20 @@ def test_an_unbounded_runs_row_count_stays_between_one_and_the_cap():
     assert rows == 1 and "below one record" in note
 
 
+def test_rounds_given_to_a_mechanism_that_sets_its_own_are_said_unused():
+    """MST ran its own rounds while its report recorded the rounds=3 it was given."""
+    from synth_core import load_sample
+    from synth_core.api import RunWarning
+    t = load_sample("titanic")
+    with pytest.warns(RunWarning, match=r"MST sets its own number of rounds \(\d+ here\): "
+                                        r"rounds=3 was not used"):
+        result = Synthesizer("mst", epsilon=1, rounds=3, seed=0, final_fit_iters=20).fit(
+            t.private, schema=t.schema)
+    assert result.report["config"]["rounds"] is None and len(result.events) != 3
+    assert Synthesizer("mwem-pgm", epsilon=1, rounds=3, seed=0, final_fit_iters=20).fit(
+        t.private, schema=t.schema).report["config"]["rounds"] == 3
+
+
 def test_good_arguments_are_accepted_and_normalised():
     s = Synthesizer("aim", epsilon=2, delta=1e-9, rounds=np.int64(6), max_model_size=10,
                     fit_iters=7, seed=np.int64(3))

@@ -45,7 +45,8 @@ def test_a_gzip_bomb_is_refused_in_a_bounded_pass(tmp_path):
     assert out["message"] == (
         f"'{bomb}' is larger than the input limit of 50 MB decompressed; it was not loaded. "
         "Raise the limit with 'synth run --max-input-mb MB' or the SYNTH_MAX_INPUT_MB "
-        "environment variable (the app), or load a smaller file.")
+        "environment variable (read by the command line and the app; set it where the app "
+        "starts), or load a smaller file.")
     assert out["peak_rss_mb"] - out["import_rss_mb"] < 100, out   # the load's own memory
     assert out["seconds"] < 30, out
 

@@ -112,6 +112,11 @@ def test_infer_choices_override_the_proposal(files, capsys):
     assert "column 'sex' cannot be numeric" in capsys.readouterr().err
     assert infer(files / "table.csv", "--numeric", "zip", "--drop", "zip") == 2
     assert "chosen both" in capsys.readouterr().err
+    # a column the table lacks: the control named as the command line names it
+    assert infer(files / "table.csv", "--categorical", "station") == 2
+    err = capsys.readouterr().err
+    assert "'station', chosen as a categorical column, is not a column of the table. " \
+           "Correct --categorical station;" in err and "{" not in err
 
 
 def test_a_public_split_fits_the_union_schema_and_private_values_are_named(files, capsys):
