@@ -248,27 +248,48 @@ def _model_error_bound(r: Clique, against: np.ndarray, noisy, exact, sizes, lam:
     return float(np.abs(ybar - against).sum()) + gaussian_l1_bound(math.sqrt(var), ybar.size, lam), used
 
 
-def _theorem4(r: Clique, synth: np.ndarray, last: Mapping, noisy, exact, sizes, lam: float):
-    """``(bound, note)`` for an unsupported ``r`` from the last selection round (Theorem 4)."""
-    if not last:
-        return None, "no measurement contains it and no round selected a marginal"
-    cand = next((c for c in last.get("candidates", []) if tuple(c["clique"]) == r
-                 and c.get("offset") is not None), None)
-    if cand is None or cand.get("previous_model_to_synthetic_l1") is None:
-        return None, "not a candidate of the last selection round (no released previous model)"
-    chosen = last["chosen"]
-    rt = tuple(chosen["clique"])
-    ut = _model_error_bound(rt, np.asarray(chosen["previous_model"], dtype=float), noisy, exact,
-                            sizes, lam / 2)
-    if ut is None:
-        return None, "the last selected marginal has no private or exact measurement"
-    score_t = chosen["weight"] * (ut[0] - (chosen.get("offset") or 0.0))
-    slack = em_slack(last["epsilon"], last["sensitivity"], last["n_candidates"], lam / 2)
-    model_err = max(0.0, cand["offset"] + (score_t + slack) / cand["weight"])
-    drift = float(cand["previous_model_to_synthetic_l1"])   # ||M_r(p_{t-1}) - M_r(S)||_1
-    return model_err + drift, (f"Theorem 4, round {last['round']}: selected "
-                               f"{'×'.join(rt)} (eps {last['epsilon']:.3g}, "
-                               f"{last['n_candidates']} candidates)")
+class _Theorem4:
+    """Theorem 4 for the unsupported workload marginals, from the last selection
+    round: the selected marginal's score bound is the same for every ``r``, so it
+    is computed once, and the candidates are looked up by clique."""
+
+    def __init__(self, last: Mapping | None, noisy, exact, sizes, lam: float):
+        self.last = last
+        self.candidates: dict = {}
+        self.reach = self.failure = None
+        if not last:
+            self.failure = "no measurement contains it and no round selected a marginal"
+            return
+        for c in last.get("candidates", []):
+            if c.get("offset") is not None:
+                self.candidates.setdefault(tuple(c["clique"]), c)
+        chosen = last["chosen"]
+        self.selected = tuple(chosen["clique"])
+        ut = _model_error_bound(self.selected, np.asarray(chosen["previous_model"], dtype=float),
+                                noisy, exact, sizes, lam / 2)
+        if ut is None:
+            self.failure = "the last selected marginal has no private or exact measurement"
+            return
+        score_t = chosen["weight"] * (ut[0] - (chosen.get("offset") or 0.0))
+        # score_t + the exponential mechanism's slack: every candidate's score is below it
+        self.reach = score_t + em_slack(last["epsilon"], last["sensitivity"],
+                                        last["n_candidates"], lam / 2)
+
+    def bound(self, r: Clique):
+        """``(bound, note)`` for the unsupported workload marginal ``r``."""
+        if not self.last:
+            return None, self.failure
+        cand = self.candidates.get(r)
+        if cand is None or cand.get("previous_model_to_synthetic_l1") is None:
+            return None, "not a candidate of the last selection round (no released previous model)"
+        if self.reach is None:
+            return None, self.failure
+        last = self.last
+        model_err = max(0.0, cand["offset"] + self.reach / cand["weight"])
+        drift = float(cand["previous_model_to_synthetic_l1"])   # ||M_r(p_{t-1}) - M_r(S)||_1
+        return model_err + drift, (f"Theorem 4, round {last['round']}: selected "
+                                   f"{'×'.join(self.selected)} (eps {last['epsilon']:.3g}, "
+                                   f"{last['n_candidates']} candidates)")
 
 
 def marginal_bounds(report: Mapping, synthetic_codes: pd.DataFrame, *,
@@ -307,7 +328,7 @@ def marginal_bounds(report: Mapping, synthetic_codes: pd.DataFrame, *,
     n_public = report.get("data", {}).get("n")   # bounded DP: n is public, and S has n rows
     n = n_public or synth.n
     noisy, exact, proxy = _measurements(report)
-    last = report.get("last_selection")
+    theorem4 = _Theorem4(report.get("last_selection"), noisy, exact, sizes, lam)
     conditioned = set((report.get("conditional_generation") or {}).get("conditioned_on") or ())
     out = []
     for cl in report["workload"]["cliques"]:
@@ -333,7 +354,7 @@ def marginal_bounds(report: Mapping, synthetic_codes: pd.DataFrame, *,
             note = "no bound: supported only by public data (unknown bias)"
         else:
             kind, used = UNSUPPORTED, ()
-            bound, note = _theorem4(r, s, last, noisy, exact, sizes, lam)
+            bound, note = theorem4.bound(r)
             if bound is None:
                 note = "no bound: " + note
         if bound is not None and n_public and bound > 2 * n_public:
@@ -422,12 +443,15 @@ def selection_release(engine, workload, synthetic_codes: pd.DataFrame) -> dict |
     if chosen_terms is None:
         return None
     measured = [set(m.clique) for m in engine.state.measurements]
+    in_workload = set(workload.cliques)
     by_clique: dict = {}
     for cand in pool:
+        if cand.clique in by_clique or cand.clique not in in_workload \
+                or any(set(cand.clique) <= s for s in measured):
+            continue
         t = terms(cand)
-        if t is not None and t[1] is not None and cand.clique in set(workload.cliques) \
-                and not any(set(cand.clique) <= s for s in measured):
-            by_clique.setdefault(cand.clique, (cand, t))
+        if t is not None and t[1] is not None:
+            by_clique[cand.clique] = (cand, t)
     wanted, total = [], cells(chosen.clique)
     for cl in sorted(by_clique, key=cells):
         if total + cells(cl) > MAX_PREVIOUS_MODEL_CELLS:
