@@ -291,22 +291,44 @@ def _read_csv_as(path: Path, label: str, encoding: str) -> pd.DataFrame:
 _LEADING_ZERO = re.compile(r"0\d+")
 
 
+#: floats hold every whole number up to 2^53 exactly; past it, distinct written
+#: numbers can read as one (123456789012345671 and ...664)
+EXACT_FLOAT_LIMIT = 2.0 ** 53
+
+
 def _keep_written_codes(df: pd.DataFrame, path: Path, label: str, options: dict) -> pd.DataFrame:
-    """``df`` with every column of whole numbers that the file writes with a
-    leading zero ("02134") as the file's text: codes (zip, FIPS) keep their
-    written form, so categories, encoding and the synthetic CSV all read
-    "02134", not 2134. Only the whole-number columns are read a second time."""
+    """``df`` with the file's text, not numbers, in two kinds of column, read a
+    second time as text:
+
+    - whole numbers that the file writes with a leading zero ("02134"): codes
+      (zip, FIPS) keep their written form, so categories, encoding and the
+      synthetic CSV all read "02134", not 2134;
+    - floating-point numbers past :data:`EXACT_FLOAT_LIMIT` (long account or
+      record codes in a column with empty cells): as floats, distinct codes
+      would become one value."""
     whole = [i for i, name in enumerate(df.columns) if _whole_numbers(df[name])]
-    if not whole or not _has_leading_zero_field(path, label):
+    inexact = [i for i, name in enumerate(df.columns) if _past_exact_floats(df[name])]
+    zeros = whole if whole and _has_leading_zero_field(path, label) else []
+    again = sorted(set(zeros) | set(inexact))
+    if not again:
         return df
     with _open_binary(path, label) as handle:
-        text = pd.read_csv(handle, usecols=whole, dtype=str, **options)
+        text = pd.read_csv(handle, usecols=again, dtype=str, **options)
     df = df.copy()
-    for i, name in zip(whole, df.columns[whole]):
-        cells = text.iloc[:, whole.index(i)]
-        if _written_code(cells):
-            df[name] = cells.astype(object)
+    for i in again:
+        cells = text.iloc[:, again.index(i)]
+        if i in inexact or _written_code(cells):
+            df[df.columns[i]] = cells.astype(object)
     return df
+
+
+def _past_exact_floats(column: pd.Series) -> bool:
+    """A floating-point column with a value past :data:`EXACT_FLOAT_LIMIT`."""
+    if not pd.api.types.is_float_dtype(column.dtype):
+        return False
+    x = column.to_numpy(dtype=float)
+    x = x[np.isfinite(x)]
+    return bool(len(x)) and float(np.abs(x).max()) >= EXACT_FLOAT_LIMIT
 
 
 #: a "0" followed by a digit and not preceded by a digit or a point ("02134",
@@ -454,7 +476,8 @@ def _clean_names(raw: list, label: str, path: Path) -> list[str]:
 def _clean_cells(df: pd.DataFrame) -> pd.DataFrame:
     """Strip spaces around text cells; blank cells become NaN. A text column
     that holds only numbers once blanks are gone becomes numeric, unless it
-    writes some with leading zeros (codes keep their written form)."""
+    writes some with leading zeros (codes keep their written form) or floats
+    could not tell its numbers apart (past :data:`EXACT_FLOAT_LIMIT`)."""
     df = df.copy()
     for name in df.columns:
         column = df[name]
@@ -467,9 +490,11 @@ def _clean_cells(df: pd.DataFrame) -> pd.DataFrame:
         stripped = stripped.mask(stripped.eq("").fillna(False).astype(bool))
         if not stripped.equals(column) and not _written_code(stripped):
             try:
-                stripped = pd.to_numeric(stripped)
+                numbers = pd.to_numeric(stripped)
             except (ValueError, TypeError):
-                pass
+                numbers = None
+            if numbers is not None and not _past_exact_floats(numbers):
+                stripped = numbers
         df[name] = stripped
     return df
 

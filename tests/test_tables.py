@@ -53,6 +53,18 @@ def test_load_csv_column_of_numbers_with_blank_cells_is_numeric(tmp_path):
     assert np.isnan(df["v"][0]) and df["v"][1] == 3.5
 
 
+def test_long_codes_in_a_column_with_blank_cells_keep_their_written_form(tmp_path):
+    """Blank cells make a column of numbers floats, which merge 18-digit codes:
+    20 distinct account codes read as 10 values, none of them written in the file."""
+    codes = [str(123456789012345600 + 7 * i) for i in range(20)]
+    (tmp_path / "t.csv").write_text("acct,grp\n,a\n" + "".join(f"{c},b\n" for c in codes))
+    df = load_table(tmp_path / "t.csv")
+    assert df["acct"].dropna().tolist() == codes and df["acct"].isna().sum() == 1
+    # below 2^53 a column of numbers with blank cells stays numeric
+    (tmp_path / "u.csv").write_text("x,y\n,a\n9007199254740991,b\n5,c\n")
+    assert pd.api.types.is_float_dtype(load_table(tmp_path / "u.csv")["x"])
+
+
 def test_load_csv_gz(tmp_path):
     path = tmp_path / "t.csv.gz"
     with gzip.open(path, "wt", encoding="utf-8") as handle:
