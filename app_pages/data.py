@@ -185,6 +185,11 @@ with st.form(f"edit_{col}", border=True):
                          key=f"bins_{col}")
     missing = st.checkbox("Has a missing-value code (empty cells allowed)", value=spec.missing,
                           key=f"missing_{col}")
+    clip = st.checkbox("Clip values past the bounds into the first or last bin (numeric)",
+                       value=spec.clip, key=f"clip_{col}",
+                       help="With bounds from public knowledge (e.g. incomes up to 250,000), a "
+                            "few extreme records no longer stretch the bins; clipping each "
+                            "record changes no privacy cost.")
     declared = False
     if col in wb.domain.private_columns:
         declared = st.checkbox(
@@ -197,7 +202,7 @@ with st.form(f"edit_{col}", border=True):
 if applied:
     try:
         wb.update_column(col, kind=kind, categories=cats, lower=lower, upper=upper, bins=bins,
-                         missing=missing, declared=declared)
+                         missing=missing, declared=declared, clip=clip and kind == "numeric")
         flash(f"Column '{col}' updated.")
         st.rerun()
     except SynthError:

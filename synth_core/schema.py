@@ -47,7 +47,8 @@ SOURCES = ("declared", "public", "private")
 _MAX_EXAMPLES = 5
 _JSON_KEYS = {
     "categorical": ("name", "kind", "categories", "missing"),
-    "numeric": ("name", "kind", "lower", "upper", "bins", "missing", "integer", "decimals"),
+    "numeric": ("name", "kind", "lower", "upper", "bins", "missing", "integer", "decimals",
+                "clip"),
 }
 #: the most decimals a numeric column may declare
 MAX_DECIMALS = 12
@@ -72,14 +73,21 @@ class ColumnSpec:
 
     ``integer`` (numeric columns only) makes ``decode`` return whole numbers.
     Leave it ``None`` to infer it: True when both bounds are ints (not
-    floats) and every bin contains a whole number (always so when the bin
-    width is at least 1). After construction it is always a bool.
+    floats), no ``decimals`` are given and every bin contains a whole number
+    (always so when the bin width is at least 1). After construction it is
+    always a bool.
 
     ``decimals`` (non-integer numeric columns only) makes ``decode`` return
     multiples of ``10**-decimals``: the value drawn in bin ``[a, b)`` is
     ``k / 10**decimals`` for ``k`` uniform over the whole numbers in
     ``[a * 10**decimals, b * 10**decimals)`` (a bin holding no such multiple
     gets a uniform real draw). None: no rounding.
+
+    ``clip`` (numeric columns only) puts a finite value below ``lower`` in the
+    first bin and one above ``upper`` in the last, instead of refusing it: the
+    bounds then come from public knowledge (say, incomes up to 250,000) and a
+    few extreme records do not stretch the bins. Clipping is a function of each
+    record alone, so it changes no sensitivity.
     """
 
     name: str
@@ -91,6 +99,7 @@ class ColumnSpec:
     missing: bool = False
     integer: bool | None = None
     decimals: int | None = None
+    clip: bool = False
 
     def __post_init__(self):
         _check_column_name(self.name)
@@ -100,6 +109,11 @@ class ColumnSpec:
         if not isinstance(self.missing, (bool, np.bool_)):
             self._fail(f"'missing' must be true or false, not {self.missing!r}.")
         object.__setattr__(self, "missing", bool(self.missing))
+        if not isinstance(self.clip, (bool, np.bool_)):
+            self._fail(f"'clip' must be true or false, not {self.clip!r}.")
+        object.__setattr__(self, "clip", bool(self.clip))
+        if self.kind == "categorical" and self.clip:
+            self._fail("'clip' applies to numeric columns only.", "Remove it.")
         if self.kind == "categorical":
             self._init_categorical()
         else:
@@ -173,9 +187,10 @@ class ColumnSpec:
         if not np.all(np.diff(self.bin_edges()) > 0):
             self._fail(f"{self.bins} bins over [{self.lower}, {self.upper}] are too narrow "
                        "to tell apart in floating point.", "Use fewer bins or wider bounds.")
-        if self.integer is None:
+        if self.integer is None:   # inferred; a column given decimals is not integer
             ints = isinstance(self.lower, numbers.Integral) and isinstance(self.upper, numbers.Integral)
-            object.__setattr__(self, "integer", ints and self._whole_in_every_bin())
+            object.__setattr__(self, "integer", ints and self.decimals is None
+                               and self._whole_in_every_bin())
         elif not isinstance(self.integer, (bool, np.bool_)):
             self._fail(f"'integer' must be true or false, not {self.integer!r}.")
         elif self.integer and not self._whole_in_every_bin():
@@ -244,11 +259,13 @@ class ColumnSpec:
         out["missing"] = self.missing
         if self.kind == "numeric":
             inferred = ColumnSpec(self.name, "numeric", lower=self.lower, upper=self.upper,
-                                  bins=self.bins).integer
+                                  bins=self.bins, decimals=self.decimals).integer
             if self.integer != inferred:
                 out["integer"] = self.integer
             if self.decimals is not None:
                 out["decimals"] = self.decimals
+            if self.clip:
+                out["clip"] = True
         return out
 
     @classmethod
@@ -341,12 +358,15 @@ class ColumnSpec:
                 f"column '{self.name}' has infinite values in {_rows(int(infinite.sum()))}. "
                 "Replace them with finite numbers or empty cells.")
         finite = np.isfinite(x)
+        if self.clip:
+            x = np.where(finite, np.clip(x, self.lower, self.upper), x)
         outside = finite & ((x < self.lower) | (x > self.upper))
         if outside.any():
             problems.append(
                 f"column '{self.name}' has values outside the bounds "
                 f"[{self.lower}, {self.upper}]: {_format_examples(_value_counts(x[outside]))}. "
-                "Widen the bounds (lower/upper) in the schema, or clip the data.")
+                "Widen the bounds (lower/upper) in the schema, or set \"clip\": true on the "
+                "column to put such values in its first or last bin.")
         inside = finite & ~outside
         edges = self.bin_edges()
         codes[inside] = np.minimum(np.searchsorted(edges, x[inside], side="right") - 1,

@@ -341,7 +341,31 @@ def _decide_number(name: str, values: pd.Series, prof: _Profile, *, bins: int,
             "proposed categorical, so every synthetic value is a code that exists (binned as "
             f"numbers, most would not be). If it is a quantity, choose {{numeric:{name}}}."))
     note = ("has empty cells: numeric with a missing-value code." if prof.missing else "")
-    return ColumnDecision(name, "numeric", _spec(name, values, "numeric", bins), note)
+    spec = _spec(name, values, "numeric", bins)
+    crowded = _crowded_bin_note(spec, _numbers(values))
+    return ColumnDecision(name, "numeric", spec, " ".join(n for n in (note, crowded) if n))
+
+
+#: the share of a numeric column's values in one bin past which schema infer says
+#: that extreme values set the bounds
+CROWDED_BIN_SHARE = 0.9
+
+
+def _crowded_bin_note(spec: ColumnSpec, x: np.ndarray) -> str:
+    """A note when one bin of ``spec`` holds most of the values ``x``: the bounds were
+    stretched by a few extreme values, and the synthetic values will be spread over
+    bins the data hardly uses."""
+    if spec.bins < 4 or len(x) == 0:
+        return ""
+    counts = np.bincount(np.minimum(np.searchsorted(spec.bin_edges(), x, side="right") - 1,
+                                    spec.bins - 1).clip(0), minlength=spec.bins)
+    if counts.max() < CROWDED_BIN_SHARE * len(x):
+        return ""
+    return (f"{counts.max():,} of its {len(x):,} values fall in one of its {spec.bins} bins: "
+            "a few extreme "
+            f"values (from {spec.lower:g} to {spec.upper:g}) set the bounds. Declare bounds "
+            "that cover the usual values, from public knowledge, with \"clip\": true (values "
+            "past them go to the first or last bin; docs/schema.md).")
 
 
 def _code_reason(name: str, prof: _Profile, leading_zero: bool) -> str | None:

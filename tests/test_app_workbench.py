@@ -93,6 +93,10 @@ def test_schema_edit_validation_names_the_column(wb):
     with pytest.raises(DataError) as exc:           # the data do not fit the new bounds
         wb.update_column("age", kind="numeric", lower=0, upper=10, bins=4, missing=True)
     assert exc.value.column == "age" and "outside the bounds" in exc.value.message
+    # the same bounds, clipped: the values past them go to the last bin
+    wb.update_column("age", kind="numeric", lower=0, upper=10, bins=4, missing=True, clip=True)
+    assert wb.schema.column("age").clip and "age" not in wb.domain.errors
+    assert wb.schema.encode(wb.data)["age"].max() == 3 + 1      # last bin, then missing code
     with pytest.raises(DataError):                  # a category is missing
         wb.update_column("sex", kind="categorical", categories="female")
     assert "sex" in wb.domain.errors

@@ -162,6 +162,8 @@ EDGE_SCHEMA = Schema.from_json({"columns": [
     {"name": "score", "kind": "categorical", "categories": ["1", "2.5"]},
     {"name": "flag", "kind": "categorical", "categories": ["false", "true"]},
     {"name": "big", "kind": "numeric", "lower": -1000, "upper": 1000, "bins": 7},
+    # a value past a bound goes to the first or last bin, at the bounds and far past them
+    {"name": "clipped", "kind": "numeric", "lower": -1, "upper": 1, "bins": 4, "clip": True},
 ]})
 
 
@@ -180,6 +182,7 @@ def edge_frame(n=400, seed=3) -> pd.DataFrame:
         "score": rng.choice([1.0, 2.5], n),
         "flag": rng.random(n) < 0.3,
         "big": rng.choice([-1000, 1000, 0, -1000 + 2000 / 7, 999.99], n),
+        "clipped": rng.choice([-1e9, -1.0, -0.5, 0.0, 0.49, 1.0, 1.0000001, 3.0], n),
         "extra": rng.random(n),  # not in the schema: ignored
     })
 

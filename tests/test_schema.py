@@ -253,6 +253,37 @@ def test_encode_keeps_schema_order_and_ignores_extra_columns():
     assert codes.iloc[0].tolist() == [31, 0]
 
 
+def test_a_clipped_column_puts_values_past_its_bounds_in_its_end_bins():
+    """One income of 1e9 stretched the inferred bins so 399 of 400 rows shared one;
+    with public bounds and clip, extreme values land in the first or last bin."""
+    spec = {"name": "income", "kind": "numeric", "lower": 0, "upper": 250000, "bins": 5}
+    values = pd.DataFrame({"income": [-20.0, 0, 120000, 250000, 1e9, np.nan]})
+    with pytest.raises(DataError, match=r'set "clip": true on the column'):
+        Schema.from_json({"columns": [dict(spec, missing=True)]}).encode(values)
+    clipped = Schema.from_json({"columns": [dict(spec, missing=True, clip=True)]})
+    assert clipped.encode(values)["income"].tolist() == [0, 0, 2, 4, 4, 5]
+    assert clipped.to_json()["columns"][0]["clip"] is True
+    assert "clip" not in Schema.from_json({"columns": [spec]}).to_json()["columns"][0]
+    with pytest.raises(DataError, match="infinite values"):   # infinities still do not fit
+        clipped.encode(pd.DataFrame({"income": [np.inf]}))
+    with pytest.raises(SchemaError, match="unknown key.*'clip' for a categorical column"):
+        Schema.from_json({"columns": [{"name": "c", "kind": "categorical",
+                                       "categories": ["a"], "clip": True}]})
+    with pytest.raises(SchemaError, match="'clip' applies to numeric columns only"):
+        ColumnSpec("c", "categorical", categories=("a",), clip=True)
+
+
+def test_the_schema_files_example_in_the_docs_loads():
+    """docs/schema.md's example: its income column has whole bounds and decimals,
+    which was refused (whole bounds made it integer)."""
+    import re
+    text = (Path(__file__).resolve().parents[1] / "docs" / "schema.md").read_text()
+    schema = Schema.from_json(json.loads(re.search(r"```json\n(.*?)```", text, re.S).group(1)))
+    income = schema.column("income")
+    assert (income.integer, income.decimals) == (False, 2)
+    assert Schema.from_json(schema.to_json()) == schema
+
+
 # ---------------------------------------------------------------- encode errors
 
 

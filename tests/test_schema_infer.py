@@ -119,6 +119,27 @@ def test_infer_choices_override_the_proposal(files, capsys):
            "Correct --categorical station;" in err and "{" not in err
 
 
+def test_a_column_whose_bounds_an_outlier_set_is_said_so_and_clip_declares_it(tmp_path,
+                                                                              capsys):
+    """One income of 1e9 among incomes in the tens of thousands put 399 of 400 rows
+    in one of 32 bins, and schema infer said nothing."""
+    rng = np.random.default_rng(0)
+    income = np.round(rng.normal(40000, 9000, 400), 2)
+    income[17] = 1e9
+    pd.DataFrame({"income": income, "g": rng.integers(0, 3, 400)}).to_csv(
+        tmp_path / "t.csv", index=False)
+    out = tmp_path / "s.json"
+    assert infer(tmp_path / "t.csv", "--out", out) == 0
+    err = capsys.readouterr().err
+    assert "income: 399 of its 400 values fall in one of its 32 bins" in err
+    assert '"clip": true' in err
+    schema = json.loads(out.read_text())
+    column = next(c for c in schema["columns"] if c["name"] == "income")
+    column.update(lower=0.0, upper=250000.0, clip=True)
+    encoded = Schema.from_json({"columns": [column]}).encode(pd.read_csv(tmp_path / "t.csv"))
+    assert encoded["income"][17] == 31 and encoded["income"].nunique() > 3
+
+
 def test_a_public_split_fits_the_union_schema_and_private_values_are_named(files, capsys):
     out = files / "schema.json"
     code = subprocess.run([sys.executable, "-m", "synth_core.cli", "schema", "infer",
@@ -301,8 +322,10 @@ def test_decimals_are_read_off_the_data_and_checked():
     assert schema.column("p").decimals == 1
     assert infer_schema(pd.DataFrame({"p": np.linspace(0, 1, 150) / 3}),
                         source="public").column("p").decimals is None
+    # decimals on whole bounds make the column not integer; on an integer column, refused
+    assert not ColumnSpec("i", "numeric", lower=0, upper=100, decimals=1).integer
     with pytest.raises(Exception, match="decimals"):
-        ColumnSpec("i", "numeric", lower=0, upper=100, decimals=1)
+        ColumnSpec("i", "numeric", lower=0, upper=100, decimals=1, integer=True)
     with pytest.raises(Exception, match="decimals"):
         ColumnSpec("c", "categorical", categories=("a",), decimals=1)
 

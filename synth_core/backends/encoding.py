@@ -13,7 +13,8 @@ codes agree with ``Schema.encode`` on the same values:
   parsed as a number first);
 * numeric: the code is the number of interior bin edges ``<= x`` (equal to
   ``searchsorted(edges, x, "right") - 1`` clipped to the last bin, the
-  schema's rule), for finite ``x`` inside ``[lower, upper]``;
+  schema's rule), for finite ``x`` inside ``[lower, upper]`` (with ``clip``,
+  a finite ``x`` past a bound is first clipped to it);
 * missing (NULL, NaN, blank text): the column's missing code.
 
 An expression evaluates to :data:`MISSING_NOT_ALLOWED` for a missing value
@@ -110,6 +111,12 @@ def _numeric_code(col: ColumnSpec, x: str) -> str:
     lower, upper = double_literal(edges[0]), double_literal(edges[-1])
     interior = [f"CAST(({x} >= {double_literal(e)}) AS INTEGER)" for e in edges[1:-1]]
     count = " + ".join(interior) if interior else "0"
+    if col.clip:
+        # NULL, NaN and infinities do not fit; a finite value past a bound is clipped to it
+        infinite = "CAST('Infinity' AS DOUBLE)"
+        return (f"(CASE WHEN {x} IS NULL OR isnan({x}) OR {x} = {infinite} "
+                f"OR {x} = -{infinite} THEN {NOT_IN_SCHEMA} WHEN {x} < {lower} THEN 0 "
+                f"WHEN {x} > {upper} THEN {col.bins - 1} ELSE {count} END)")
     # NULL (text that is not a number), NaN/inf and values outside the bounds do not fit
     return (f"(CASE WHEN {x} IS NULL OR isnan({x}) OR {x} < {lower} OR {x} > {upper} "
             f"THEN {NOT_IN_SCHEMA} ELSE {count} END)")

@@ -68,16 +68,17 @@ def _number(name: str, value, what: str):
 
 def build_spec(schema: Schema, shown: pd.DataFrame | None, name: str, kind: str,
                categories=None, lower=None, upper=None, bins=None,
-               missing: bool = False) -> ColumnSpec:
+               missing: bool = False, clip: bool = False) -> ColumnSpec:
     """The column spec an edit describes (SchemaError naming the column when it
-    is incomplete). ``shown`` is the table (or its preview) the edit was made on."""
+    is incomplete). ``shown`` is the table (or its preview) the edit was made on;
+    ``clip`` applies to numeric columns only."""
     if kind == "categorical":
         cats = _categories(schema.column(name), shown, name, categories)
         return ColumnSpec(name, "categorical", categories=tuple(cats), missing=bool(missing))
     if kind == "numeric":
         return ColumnSpec(name, "numeric", lower=_number(name, lower, "lower"),
                           upper=_number(name, upper, "upper"), bins=_number(name, bins, "bins"),
-                          missing=bool(missing))
+                          missing=bool(missing), clip=bool(clip))
     raise SchemaError(f"column '{name}': unknown kind {kind!r}.",
                       hint="Use categorical or numeric.", column=name)
 
@@ -173,7 +174,7 @@ class Domain:
     def edit_column(self, name: str, shown: pd.DataFrame | None,
                     check_fits: Callable[[Schema, str], None], *, kind: str,
                     categories=None, lower=None, upper=None, bins=None,
-                    missing: bool = False, declared: bool = False) -> None:
+                    missing: bool = False, declared: bool = False, clip: bool = False) -> None:
         """Replace one column's domain. Raises SchemaError/DataError naming the
         column (and records the message in :attr:`errors`) if the new spec is
         invalid or ``check_fits(schema, name)`` finds data that do not fit it;
@@ -183,7 +184,8 @@ class Domain:
         the schema's source is "declared"."""
         schema = self._require()
         try:
-            spec = build_spec(schema, shown, name, kind, categories, lower, upper, bins, missing)
+            spec = build_spec(schema, shown, name, kind, categories, lower, upper, bins, missing,
+                              clip)
             left = self.private_columns - {name} if declared else self.private_columns
             source = "declared" if schema.source == "private" and not left else schema.source
             new = Schema(tuple(spec if c.name == name else c for c in schema.columns),

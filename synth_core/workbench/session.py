@@ -292,14 +292,14 @@ class Workbench:
 
     def update_column(self, name: str, *, kind: str, categories: str | Sequence | None = None,
                       lower=None, upper=None, bins=None, missing: bool = False,
-                      declared: bool = False) -> None:
+                      declared: bool = False, clip: bool = False) -> None:
         """Replace one column's domain (see :meth:`Domain.edit_column`; ``declared``:
         the user states it is public knowledge), checked against the loaded
         tables; unchanged on error."""
         self.require_data()
         self.domain.edit_column(name, self.data, self._check_schema_fits, kind=kind,
                                 categories=categories, lower=lower, upper=upper, bins=bins,
-                                missing=missing, declared=declared)
+                                missing=missing, declared=declared, clip=clip)
         self._proxy_cache.clear()
 
     def drop_column(self, name: str) -> None:
