@@ -118,6 +118,17 @@ def attempt(fn, *args, where=None, **kwargs) -> bool:
         return False
 
 
+def new_upload(up, key: str) -> bool:
+    """Whether the uploader's file ``up`` was just uploaded, not kept by the uploader
+    from an earlier rerun. Every upload has its own ``file_id``: the same file
+    uploaded again (after a refused attempt, or after another table was loaded)
+    is new; a name-and-size check treated it as done and silently ignored it."""
+    if up is None or st.session_state.get(f"_loaded_{key}") == up.file_id:
+        return False
+    st.session_state[f"_loaded_{key}"] = up.file_id
+    return True
+
+
 def flash(message: str) -> None:
     """A success message shown once after the next rerun."""
     get_wb().messages.append(message)

@@ -5,7 +5,8 @@ import streamlit as st
 
 from app_pages.budget_section import budget_section
 from app_pages.schema_review import schema_review_section
-from app_pages.common import PAGES, attempt, flash, get_wb, need_data, show_error, show_flashes
+from app_pages.common import (PAGES, attempt, flash, get_wb, need_data, new_upload, show_error,
+                             show_flashes)
 from synth_core.api import list_samples
 from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS, data_roots
 from synth_core.errors import SynthError
@@ -20,8 +21,7 @@ def _upload_box(column, title, caption, label, types, key, action, done) -> None
         st.markdown(f"**{title}**")
         st.caption(caption)
         up = st.file_uploader(label, type=types, key=key)
-        if up is not None and st.session_state.get(f"_loaded_{key}") != (up.name, up.size):
-            st.session_state[f"_loaded_{key}"] = (up.name, up.size)
+        if new_upload(up, key):
             if attempt(action, up.name, up.getvalue()):
                 flash(done.format(up.name))
                 st.rerun()
@@ -42,8 +42,7 @@ with load_col.container(border=True):
         show_error(exc)
     up = st.file_uploader("Private table", type=["csv", "gz", "parquet", "pq"], key="upload_data",
                           label_visibility="collapsed")
-    if up is not None and st.session_state.get("_loaded_upload") != (up.name, up.size):
-        st.session_state["_loaded_upload"] = (up.name, up.size)
+    if new_upload(up, "upload"):
         if attempt(wb.load_upload, up.name, up.getvalue()):
             flash(f"Loaded '{up.name}'. Its domain was read off the table itself: declare a "
                   "schema, or read it off public rows, to protect it.")
@@ -141,8 +140,7 @@ if wb.out_of_core:
 b1, b2, b3 = st.columns(3)
 with b1:
     schema_up = st.file_uploader("Declare a schema (JSON)", type=["json"], key="upload_schema")
-    if schema_up is not None and st.session_state.get("_loaded_schema") != (schema_up.name, schema_up.size):
-        st.session_state["_loaded_schema"] = (schema_up.name, schema_up.size)
+    if new_upload(schema_up, "schema"):
         if attempt(wb.load_schema_file, schema_up.name, schema_up.getvalue()):
             flash(f"Schema '{schema_up.name}' declared.")
             st.rerun()

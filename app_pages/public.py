@@ -4,7 +4,7 @@ public proxy error."""
 import streamlit as st
 
 from app_pages.common import (CURATOR_PLOT, PAGES, attempt, curator_header, data_page, flash,
-                              show_error, sync_widgets)
+                              new_upload, show_error, sync_widgets)
 from synth_core import charts
 
 wb = data_page("Public information")
@@ -34,8 +34,7 @@ elif mode == "table":
         st.caption(f"Current public table: {table.name}, {len(table.table):,} rows.")
     up = st.file_uploader("Public table (same columns as the data)",
                           type=["csv", "gz", "parquet", "pq"], key="upload_public")
-    if up is not None and st.session_state.get("_loaded_public") != (up.name, up.size):
-        st.session_state["_loaded_public"] = (up.name, up.size)
+    if new_upload(up, "public"):
         if attempt(wb.set_public_table, up.name, up.getvalue()):
             flash(f"Public table '{up.name}' loaded.")
             st.rerun()

@@ -155,6 +155,15 @@ def test_data_page_upload_preview_and_schema_errors():
     assert not at.exception
     assert errors(at) and "bad.csv" in errors(at)[0]
     assert wb.data_name == "people.csv"
+    # the same file uploaded again after another table was loaded is loaded again (a
+    # name-and-size check took it for the earlier upload and silently did nothing)
+    at.button(key="load_sample").click().run()
+    assert wb.data_name != "people.csv"
+    at.file_uploader(key="upload_data").set_value(("people.csv", flagged_csv(), "text/csv"))
+    at.run()
+    assert wb.data_name == "people.csv" and "Loaded 'people.csv'" in texts(at)
+    at.run()                                    # a rerun keeps the uploader's file: no reload
+    assert "Loaded 'people.csv'" not in texts(at)
 
     # schema editor: an invalid numeric column is reported next to the column
     at.selectbox(key="edit_column").set_value("age").run()
