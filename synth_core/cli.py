@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 from pathlib import Path
 
@@ -238,7 +239,7 @@ def _review_lines(proposal, args) -> list[str]:
     for name, values in proposal.private_values.items():
         shown = ", ".join(str(v) for v in values[:8]) + (" ..." if len(values) > 8 else "")
         lines.append(f"synth: {name}: from the private table only: {shown}")
-    run = ["synth run --data", args.data]
+    run = ["--data", args.data]
     if args.public:
         run += ["--public", args.public]
     if args.public_flag:
@@ -246,7 +247,9 @@ def _review_lines(proposal, args) -> list[str]:
     run += ["--schema", args.out or "SCHEMA.json"]
     if proposal.drops:
         run += ["--drop", ",".join(proposal.drops)]
-    lines.append("synth: review it, then: " + " ".join(run) + " --mechanism ... --epsilon ...")
+    # quoted for a shell: names with spaces ("patient id") paste as one argument
+    lines.append("synth: review it, then: synth run " + " ".join(shlex.quote(a) for a in run)
+                 + " --mechanism ... --epsilon ...")
     return lines
 
 

@@ -27,6 +27,8 @@ CONTROLS = {
                     "app": "Public rows on the Public information page"},
     "public_columns": {"api": "public_columns=", "cli": "--public-columns",
                        "app": "Public columns on the Public information page"},
+    "workload": {"api": "workload=", "cli": "--workload",
+                 "app": "Workload on the Workload and budget page"},
     "neighbours": {"api": "RunConfig(neighbours=...)", "cli": "--neighbours",
                    "app": "Neighbouring datasets on the Workload and budget page"},
     "infer": {"api": "synth_core.schema_infer.propose_schema(private, public) (review it, "

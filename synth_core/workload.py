@@ -119,7 +119,9 @@ def all_k_way(columns: Sequence[str], k: int) -> Workload:
     if not 1 <= k <= len(columns):
         raise WorkloadError(
             f"Cannot build all {k}-way marginals over {len(columns)} column(s).",
-            hint="k must be between 1 and the number of columns.",
+            hint=f"Choose marginals of 1 to {len(columns)} columns ({{workload}}, e.g. "
+                 f"all-{min(2, len(columns))}way)." if columns else
+                 "k must be between 1 and the number of columns.",
         )
     cliques = tuple(itertools.combinations(tuple(columns), k))
     return Workload(cliques, (1.0,) * len(cliques), f"all {k}-way")

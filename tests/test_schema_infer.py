@@ -112,6 +112,11 @@ def test_infer_choices_override_the_proposal(files, capsys):
     assert "column 'sex' cannot be numeric" in capsys.readouterr().err
     assert infer(files / "table.csv", "--numeric", "zip", "--drop", "zip") == 2
     assert "chosen both" in capsys.readouterr().err
+    # the next command it prints pastes as it is: names with spaces are quoted
+    frame = pd.read_csv(files / "table.csv").rename(columns={"score": "test score"})
+    frame.to_csv(files / "spaced.csv", index=False)
+    assert infer(files / "spaced.csv", "--drop", "test score") == 0
+    assert "--drop 'row,test score' --mechanism" in capsys.readouterr().err
     # a column the table lacks: the control named as the command line names it
     assert infer(files / "table.csv", "--categorical", "station") == 2
     err = capsys.readouterr().err

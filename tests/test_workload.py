@@ -14,8 +14,12 @@ def test_all_k_way_counts():
     assert len(all_k_way(COLS, 2)) == 6
     w3 = all_k_way(COLS, 3)
     assert len(w3) == 4 and ("a", "b", "c") in w3.cliques
-    with pytest.raises(WorkloadError, match="between 1"):
+    with pytest.raises(WorkloadError, match="Cannot build all 5-way marginals over 4") as err:
         all_k_way(COLS, 5)
+    # the hint names the control of the front end in use
+    assert err.value.text("cli").endswith("Choose marginals of 1 to 4 columns (--workload, "
+                                          "e.g. all-2way).")
+    assert "workload=" in err.value.text("api")
 
 
 def test_downward_closure_and_weights():
