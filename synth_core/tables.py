@@ -365,9 +365,27 @@ def _whole_numbers(column: pd.Series) -> bool:
 
 
 def _ragged_error(label, path, line, fields, expected) -> DataError:
+    other = _header_separator(path, label)
+    hint = (f"The header is separated by {OTHER_SEPARATORS[other]}, not commas, so the commas "
+            "in its rows (decimal commas, say) split them: save it as comma-separated CSV "
+            "(in Excel: 'CSV UTF-8 (Comma delimited)')." if other else
+            "Every row needs one value per column; check for unquoted commas or a missing "
+            "header name.")
     return DataError(f"'{label}' line {line} has {fields} fields, but the header has {expected}.",
-                     hint="Every row needs one value per column; check for unquoted commas "
-                          "or a missing header name.", path=str(path))
+                     hint=hint, path=str(path))
+
+
+def _header_separator(path: Path, label: str) -> str | None:
+    """The separator other than the comma that the file's first line uses and the
+    comma does not appear in (a semicolon file with decimal commas), or None."""
+    try:
+        with _open_binary(path, label) as handle:
+            first = handle.read(_CHUNK).split(b"\n", 1)[0]
+    except (OSError, EOFError, zlib.error):
+        return None
+    if b"," in first:
+        return None
+    return next((sep for sep in OTHER_SEPARATORS if sep.encode() in first), None)
 
 
 def _open_text(path: Path, label: str, encoding: str):

@@ -99,6 +99,17 @@ def test_ragged_csv_reports_the_line(tmp_path, text, line, fields):
     with pytest.raises(DataError) as err:
         load_table(path)
     assert f"'{path}' line {line} has {fields} fields, but the header has 2" in str(err.value)
+    assert "check for unquoted commas" in str(err.value)
+
+
+def test_a_semicolon_file_with_decimal_commas_is_said_to_be_one(tmp_path):
+    """Excel's usual European export: the decimal commas make ragged rows, and the
+    message spoke of unquoted commas, not of the semicolons."""
+    path = write(tmp_path / "eu.csv", "\ufeffrégion;âge;poids\nBretagne;21;61,5\n")
+    with pytest.raises(DataError) as err:
+        load_table(path)
+    assert "line 2 has 2 fields, but the header has 1. The header is separated by " \
+           "semicolons, not commas" in str(err.value)
 
 
 @pytest.mark.parametrize("sep, what", [(";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars")])
