@@ -50,6 +50,8 @@ _JSON_KEYS = {
     "numeric": ("name", "kind", "lower", "upper", "bins", "missing", "integer", "decimals",
                 "clip"),
 }
+#: the categories of a true/false column, as a schema writes them: decoded as booleans
+BOOLEAN_CATEGORIES = frozenset({"False", "True"})
 #: the most decimals a numeric column may declare
 MAX_DECIMALS = 12
 #: the optional top-level key of a schema file that ``synth schema infer`` writes
@@ -380,6 +382,11 @@ class ColumnSpec:
         present = codes != self.missing_code if self.missing else np.ones(len(codes), bool)
         if self.kind == "categorical":
             cats = self.categories
+            if set(cats) == BOOLEAN_CATEGORIES:
+                # a true/false column (the schema writes its values as text): booleans again
+                truth = np.array([c == "True" for c in cats])[np.where(present, codes, 0)]
+                return pd.Series(pd.array(truth, dtype="boolean")).mask(~present) \
+                    if self.missing else pd.Series(truth)
             if all(isinstance(c, str) for c in cats):
                 table = np.array(cats + (None,), dtype=object)
                 return pd.Series(table[np.where(present, codes, len(cats))], dtype="str")

@@ -245,6 +245,22 @@ def test_categorical_matches_bools_against_true_false_text():
     assert schema.encode(pd.DataFrame({"b": [True, False]}))["b"].tolist() == [1, 0]
 
 
+def test_a_true_false_column_decodes_to_booleans_again():
+    """A boolean column came back as the text "True"/"False": (synthetic.flag == True)
+    counted none of them."""
+    spec = ColumnSpec("flag", "categorical", categories=("False", "True"))
+    schema = Schema((spec, ColumnSpec("f2", "categorical", categories=("False", "True"),
+                                      missing=True)))
+    frame = pd.DataFrame({"flag": [True, False, True],
+                          "f2": pd.array([True, None, False], dtype="boolean")})
+    decoded = schema.decode(schema.encode(frame), np.random.default_rng(0))
+    assert decoded["flag"].dtype == bool and decoded["flag"].tolist() == [True, False, True]
+    assert str(decoded["f2"].dtype) == "boolean" and decoded["f2"].isna().tolist() == \
+        [False, True, False]
+    assert (decoded["flag"] == True).sum() == 2                         # noqa: E712
+    assert schema.encode(decoded).equals(schema.encode(frame))          # and back
+
+
 def test_encode_keeps_schema_order_and_ignores_extra_columns():
     schema = example_schema()
     df = pd.DataFrame({"extra": [1], "workclass": ["Federal-gov"], "age": [90]})
