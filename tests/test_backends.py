@@ -316,6 +316,13 @@ def test_domain_from_public_rows():
     assert inputs.schema.source == "public"
     assert isinstance(inputs.data.private, CountingBackend)
     assert isinstance(inputs.data.public, CodedTable) and inputs.data.n == 1008
+    # a column of the public table only (a year the curator's table lacks) is left out of
+    # the domain, as a declared schema leaves it out; it was refused as missing from the
+    # private table
+    extra = pd.read_csv(SAMPLE_DIR / "titanic/titanic.csv").assign(year=1912)
+    for backend in ("memory", "duckdb"):
+        inputs = prepare_inputs(SAMPLE_DIR / "titanic/private.csv", extra, backend=backend)
+        assert "year" not in inputs.schema.names and inputs.schema.source == "public"
     # one that does not is reported before the run, with what to do
     with pytest.raises(DataError, match="read off the public rows") as err:
         prepare_inputs(SAMPLE_DIR / "titanic/private.csv", SAMPLE_DIR / "titanic/public.csv",

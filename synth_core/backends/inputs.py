@@ -182,12 +182,17 @@ def _public_table(public) -> tuple[pd.DataFrame, str | None]:
 def _domain(schema, drop: tuple[str, ...], public_df: pd.DataFrame | None, source: Backend,
             flag: str | None) -> Schema:
     """The declared schema (without the dropped columns), else the domain read off
-    the public rows, else off the private records (where the backend allows it)."""
+    the public rows (their columns that the private table has), else off the
+    private records (where the backend allows it)."""
     sch = declared_schema(schema)
     if sch is not None:
         sch = without_dropped(sch, drop)
     elif public_df is not None:
-        sch = infer_schema(public_df, source="public")
+        # a column of the public table only cannot be synthesised; ignored, as a
+        # declared schema's encoding ignores it
+        private = set(source.columns)
+        sch = infer_schema(public_df[[c for c in public_df.columns if c in private]],
+                           source="public")
     else:
         sch = source.infer_domain(flag)
     if flag and flag in sch.names:
