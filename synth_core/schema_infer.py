@@ -225,8 +225,27 @@ def propose_schema(private: pd.DataFrame, public: pd.DataFrame | None = None, *,
                 decision = _with_private_kind(decision, _decide(
                     name, pub, pub, None, bins=bins, max_categories=max_categories,
                     leading_zero=name in zeros))
-        decisions.append(decision)
+        decisions.append(_with_missing_words_note(decision))
     return Proposal(tuple(decisions), has_public=public is not None, bins=bins)
+
+
+#: texts that often stand for a missing value; a loaded table keeps them as text (only
+#: empty cells are missing), so a proposal that makes them categories says so
+MISSING_WORDS = frozenset({"NA", "N/A", "n/a", "NaN", "nan", "NULL", "null", "None", "?", "-",
+                           "missing", "unknown"})
+
+
+def _with_missing_words_note(decision: ColumnDecision) -> ColumnDecision:
+    """``decision`` with a note when its categories hold words such as "NA"."""
+    spec = decision.spec
+    if spec is None or decision.role != "categorical":   # a mixed column's note names them
+        return decision
+    words = [c for c in spec.categories if isinstance(c, str) and c in MISSING_WORDS]
+    if not words:
+        return decision
+    note = (f"its categories include {', '.join(repr(w) for w in words)}, kept as values "
+            "(only empty cells are missing values): if they mean missing, empty those cells.")
+    return dataclasses.replace(decision, note=" ".join(n for n in (decision.note, note) if n))
 
 
 def _choices(df: pd.DataFrame, numeric, categorical, drop) -> dict[str, str]:

@@ -124,6 +124,16 @@ def test_infer_choices_override_the_proposal(files, capsys):
            "Correct --categorical station;" in err and "{" not in err
 
 
+def test_words_that_often_mean_missing_are_said_to_be_kept_as_categories():
+    """'NA' cells became a category beside the missing code, without a word."""
+    frame = pd.DataFrame({"clinic": ["East", "West", "NA", "", "East"] * 20,
+                          "n": list(range(100))})
+    frame["clinic"] = frame["clinic"].replace("", np.nan)
+    notes = propose_schema(frame).notes("cli")
+    assert notes["clinic"] == ("its categories include 'NA', kept as values (only empty cells "
+                               "are missing values): if they mean missing, empty those cells.")
+
+
 def test_a_column_whose_bounds_an_outlier_set_is_said_so_and_clip_declares_it(tmp_path,
                                                                               capsys):
     """One income of 1e9 among incomes in the tens of thousands put 399 of 400 rows
