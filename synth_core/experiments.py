@@ -516,7 +516,10 @@ def run_job(job: Job, *, should_stop: Callable[[], bool] = lambda: False,
                 spent = synth.engine.ledger.spent if synth.engine is not None else 0.0
                 return {**base, "status": STOPPED, "rho_spent": spent}, []
     except SynthError as exc:
-        row = {**base, "status": FAILED, "error": str(exc),
+        # what the run measured before it failed (0 when refused before its first
+        # round): a budget charge settles with it, not with the whole reservation
+        spent = synth.engine.ledger.spent if synth.engine is not None else 0.0
+        row = {**base, "status": FAILED, "error": str(exc), "rho_spent": spent,
                "seconds": time.perf_counter() - started, "finished_at": time.time()}
         return row, []
     res = synth.result

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import all_keys
+from synth_core.budget import BudgetAccount
 from synth_core.errors import ConfigError, DataError, SchemaError, SynthError, WorkloadError
 from synth_core.report import CURATOR_ONLY_KEYS, check_release
 from synth_core.workbench import (RunSettings, Workbench, candidates_frame,
@@ -354,13 +355,18 @@ def test_compare_failures_are_rows_not_crashes(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="JAM-PGM is built on public rows"):
         w.start_compare(["jam-pgm"], [1.0], 1)
     assert w.compare.worker is None and w.compare_results()[0].empty
-    # AIM with fewer rounds than columns fails when it starts: a failed row
+    # AIM with fewer rounds than columns fails when it starts: a failed row, and the
+    # table's account is charged what it measured, nothing (it was charged the whole
+    # reservation)
+    account = w.set_dataset_budget(5.0, 1e-9)
     w.update_settings(rounds=2)
     sweep = w.start_compare(["aim"], [1.0], 1)
     assert sweep.wait(60) and sweep.status == "finished"
     results, _ = w.compare_results()
     assert list(results["status"]) == ["failed"]
     assert "smaller than the number of (private) columns" in results["error"][0]
+    [charge] = BudgetAccount.open(account.path).charges
+    assert charge.rho_spent == 0 and charge.failed and w.dataset_budget().spent == 0
 
 
 def test_charts_build_from_events(finished):
