@@ -666,6 +666,10 @@ class Synthesizer:
         refuse_seed_text(inputs.public_label, "public rows' description",
                          hint="Rename the public file (or give public_name= in the API): a "
                               "release names the public rows it used.")
+        for column in inputs.schema.names:   # in the workload, measurements, ledger, bounds
+            refuse_seed_text(column, "column name",
+                             hint="Rename the column (or leave it out, {drop:" + column + "}): "
+                                  "a release names the columns it synthesises.")
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
         workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
         # built here, so that what its constructor refuses is refused before any reservation

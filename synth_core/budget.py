@@ -51,7 +51,8 @@ import pandas as pd
 
 from .errors import BudgetExceededError, ConfigError, GuaranteeMismatchError
 from .privacy import Guarantee, cdp_epsilon, check_delta_plausible, rho_from_epsilon_delta
-from .report import atomic_write_bytes, check_release, refuse_seed_text
+from .report import (WITHHELD_SEED_TEXT, atomic_write_bytes, check_release, reads_as_seed,
+                     refuse_seed_text)
 from .tables import check_column_names, record_hashes
 
 ACCOUNT_FORMAT = "synth-budget-account/1"
@@ -536,6 +537,10 @@ class BudgetAccount:
         (:meth:`refuse_unless_covered`); nothing is recorded then.
         """
         rho = _check_rho(rho, "A run's budget")
+        refuse_seed_text(what, "run's entry in the table's budget history",
+                         hint="Every later release of the table carries its budget history: "
+                              "give the run a label that names no seed (a sweep's mechanism "
+                              "label).")
         with self._locked():
             self.refuse_unless_fits(rho, what, delta)
             self.refuse_unless_covered(guarantee, what)
@@ -616,7 +621,8 @@ class BudgetAccount:
                 continue
             # no times: a run's reservation time and its report's creation time would
             # give its duration, which grows with the private table (as round timings)
-            history.append({"run_id": c.run_id, "mechanism": c.mechanism, "what": c.what,
+            history.append({"run_id": c.run_id, "mechanism": c.mechanism,
+                            "what": _releasable(c.what),
                             "rho_reserved": c.rho_reserved, "rho_spent": c.rho_spent})
             if c.run_id == run.run_id:
                 break
@@ -631,7 +637,7 @@ class BudgetAccount:
         if self.unknown_relations:
             mixed += (f"; {self.unknown_relations} earlier run(s) were charged before accounts "
                       "recorded each run's relation.")
-        return {"label": self.label, "total_rho": self.total_rho,
+        return {"label": _releasable(self.label), "total_rho": self.total_rho,
                 "guarantee": None if guarantee is None else guarantee.text() + mixed,
                 "spent_before_rho": spent_before, "this_run_rho": this,
                 "remaining_rho": max(0.0, self.total_rho - spent_before - this),
@@ -665,6 +671,14 @@ def check_run_table(account: BudgetAccount, data) -> None:
             and account.fingerprint == legacy_table_fingerprint(data)):
         account.rekey(fingerprint)
     account.check_table(fingerprint, fingerprint_source(data))
+
+
+def _releasable(text: str) -> str:
+    """A stored account text (its label, a history entry) as a release shows it: the
+    text, or :data:`~synth_core.report.WITHHELD_SEED_TEXT` when it reads as a seed.
+    New labels and entries that would are refused when made; an account made before
+    that rule can hold one, and it cannot be changed."""
+    return WITHHELD_SEED_TEXT if reads_as_seed(text) else text
 
 
 def charged_run(account: BudgetAccount, config, outcome, data, guarantee: Guarantee, start):

@@ -170,13 +170,16 @@ class Job:
                 "public_columns_used": list(self.public_columns), "synth_core": __version__}
 
     def label(self) -> str:
-        """The run as progress lines name it (with its seed: for the curator's eyes)."""
-        return f"{self.charge_label()} seed={self.config.seed}"
+        """The run as progress lines name it (with its dataset and seed: for the
+        curator's eyes)."""
+        return f"{self.dataset.name} {self.charge_label()} seed={self.config.seed}"
 
     def charge_label(self) -> str:
-        """The run as a budget account's history names it: no seed, since a release
-        report carries that history and a seed regenerates a research run's noise."""
-        return f"{self.dataset.name} {self.mechanism.label} eps={self.config.epsilon:g}"
+        """The run as a budget account's history names it, which every later release
+        report of the table carries: no seed (it regenerates a research run's noise)
+        and no dataset name (the account is the table's; a name such as the file's
+        can say whose records they are)."""
+        return f"{self.mechanism.label} eps={self.config.epsilon:g}"
 
 
 @dataclass(frozen=True)

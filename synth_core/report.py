@@ -165,6 +165,15 @@ _SEED_IN_TEXT = re.compile(r"\bseed\s*[=:]\s*-?\d")
 _DATA_TEXT_KEYS = frozenset({"schema", "categories", "columns", "dropped_columns"})
 
 
+def reads_as_seed(text: str | None) -> bool:
+    """Whether ``text`` names a seed as :func:`check_release` reads it ("seed=3")."""
+    return _SEED_IN_TEXT.search(text or "") is not None
+
+
+#: what a release shows instead of a stored name that reads as a seed
+WITHHELD_SEED_TEXT = "(withheld: it reads as a seed)"
+
+
 def refuse_seed_text(text: str | None, what: str, hint: str) -> None:
     """ConfigError for a name the user gave that a release would carry (an account's
     label, the public rows' name) and :func:`check_release` would refuse as naming

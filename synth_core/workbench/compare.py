@@ -155,7 +155,7 @@ class CompareService(BackgroundService):
             try:
                 held = self.budget.reserve(setup.fingerprint, j.config,
                                            f"compare: {key_title(j.mechanism.label)}, "
-                                           f"ε={j.config.epsilon:g} on {j.dataset.name}",
+                                           f"ε={j.config.epsilon:g}",
                                            j.public_columns,
                                            j.dataset.public_flag)
             except BudgetExceededError as exc:   # not run, not stored: shown on the page

@@ -598,10 +598,13 @@ class Workbench:
                               f"{fit.refusal}.", hint=fit.reason)
         self.validate_settings(s)
         synth = self._synthesizer(s)
-        label = f"{self.mechanism_title(s)}, ε={s.epsilon:g} on {self.data_name}"
+        what = f"{self.mechanism_title(s)}, ε={s.epsilon:g}"
+        label = f"{what} on {self.data_name}"
         kwargs = self.run_kwargs()
-        # charged to the table's account before the run reads the data; settled when it ends
-        held = self.budget.reserve(self._fingerprint(), synth.config, label,
+        # charged to the table's account before the run reads the data; settled when it
+        # ends. The history entry names no table: every later release carries it, and
+        # the account is the table's
+        held = self.budget.reserve(self._fingerprint(), synth.config, what,
                                    kwargs["public_columns"], kwargs.get("public_flag"))
         self.worker = RunWorker(synth, kwargs, label=label,
                                 on_done=lambda w: self.budget.settle_run(held, w)).start()
