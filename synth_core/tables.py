@@ -303,9 +303,11 @@ def _keep_written_codes(df: pd.DataFrame, path: Path, label: str, options: dict)
     - whole numbers that the file writes with a leading zero ("02134"): codes
       (zip, FIPS) keep their written form, so categories, encoding and the
       synthetic CSV all read "02134", not 2134;
-    - floating-point numbers past :data:`EXACT_FLOAT_LIMIT` (long account or
-      record codes in a column with empty cells): as floats, distinct codes
-      would become one value."""
+    - whole numbers written as integers ("123456789012345671") that floats do
+      not hold exactly, read as floats because the column has empty cells (long
+      account or record codes): as floats, distinct codes would become one value.
+      A column that writes them otherwise ("1.3e+16"), or whose integers floats
+      hold exactly (10**19), stays numeric."""
     whole = [i for i, name in enumerate(df.columns) if _whole_numbers(df[name])]
     inexact = [i for i, name in enumerate(df.columns) if _past_exact_floats(df[name])]
     zeros = whole if whole and _has_leading_zero_field(path, label) else []
@@ -317,9 +319,23 @@ def _keep_written_codes(df: pd.DataFrame, path: Path, label: str, options: dict)
     df = df.copy()
     for i in again:
         cells = text.iloc[:, again.index(i)]
-        if i in inexact or _written_code(cells):
+        if (i in inexact and _integers_floats_change(cells)) or \
+                (i in zeros and _written_code(cells)):
             df[df.columns[i]] = cells.astype(object)
     return df
+
+
+#: a whole number written as one: digits, with a sign perhaps
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+
+
+def _integers_floats_change(cells: pd.Series) -> bool:
+    """Every non-empty text cell is a whole number written as digits, and a float
+    does not hold one of them exactly (it would read as another number)."""
+    texts = [v.strip() if isinstance(v, str) else v for v in pd.unique(cells.dropna())]
+    if not all(isinstance(v, str) and _INTEGER_TEXT.fullmatch(v) for v in texts):
+        return False
+    return any(int(float(v)) != int(v) for v in texts)
 
 
 def _past_exact_floats(column: pd.Series) -> bool:
@@ -511,7 +527,8 @@ def _clean_cells(df: pd.DataFrame) -> pd.DataFrame:
                 numbers = pd.to_numeric(stripped)
             except (ValueError, TypeError):
                 numbers = None
-            if numbers is not None and not _past_exact_floats(numbers):
+            if numbers is not None and not (_past_exact_floats(numbers)
+                                            and _integers_floats_change(stripped)):
                 stripped = numbers
         df[name] = stripped
     return df
