@@ -64,9 +64,9 @@ def test_long_codes_in_a_column_with_blank_cells_keep_their_written_form(tmp_pat
     (tmp_path / "u.csv").write_text("x,y\n,a\n9007199254740991,b\n5,c\n")
     assert pd.api.types.is_float_dtype(load_table(tmp_path / "u.csv")["x"])
     # quantities past 2^53 stay numbers: written in exponent form, or integers that
-    # floats hold exactly (10**19)
-    (tmp_path / "q.csv").write_text("sci,big,g\n,,a\n1.310227e+16,10000000000000000000,b\n"
-                                    "2.5e+17,20000000000000000000,c\n")
+    # floats hold exactly (10**18)
+    (tmp_path / "q.csv").write_text("sci,big,g\n,,a\n1.310227e+16,1000000000000000000,b\n"
+                                    "2.5e+17,2000000000000000000,c\n")
     quantities = load_table(tmp_path / "q.csv")
     assert all(pd.api.types.is_float_dtype(quantities[c]) for c in ("sci", "big"))
 
