@@ -71,8 +71,11 @@ def test_a_budget_share_that_leaves_a_step_nothing_is_refused(mechanism):
     """vjam-pgm with alpha=1e-320 overflowed a noise variance after spending."""
     from synth_core.mechanisms import make_mechanism
     options = {"public_columns": ("a",)} if mechanism == "vjam-pgm" else {}
-    for alpha in (1e-320, 0.0005, 0.9995, 1.0):
+    for alpha in (1e-320, 0.0005, 0.9995, 1.0, math.nan):
         with pytest.raises(ConfigError, match="must lie between 0.001 and 0.999"):
+            make_mechanism(mechanism, alpha=alpha, **options)
+    for alpha in ("0.5", True, None):      # a raw TypeError, after a sweep's reservation
+        with pytest.raises(ConfigError, match="must be a number"):
             make_mechanism(mechanism, alpha=alpha, **options)
     make_mechanism(mechanism, alpha=0.001, **options)
 

@@ -235,6 +235,9 @@ BUDGET_SHARE_RANGE = (1e-3, 1 - 1e-3)
 def check_budget_share(value: float, what: str) -> float:
     """``value`` as a float, or ConfigError unless it lies in :data:`BUDGET_SHARE_RANGE`."""
     low, high = BUDGET_SHARE_RANGE
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"alpha ({what}) must be a number, not {value!r}.",
+                          hint="The papers' values are 0.8 (JAM-PGM) and 0.67 (GEM).")
     if not low <= value <= high:
         raise ConfigError(f"alpha ({what}) must lie between {low:g} and {high:g}, got {value}.",
                           hint="The papers' values are 0.8 (JAM-PGM) and 0.67 (GEM).")
