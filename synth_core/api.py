@@ -552,6 +552,20 @@ def noisy_row_count(total: float) -> tuple[int, str | None]:
         "the table.")
 
 
+def noise_notes(measurements, rows: int, own_rounds: bool) -> list[str]:
+    """The run warning when even the least noisy private marginal measurement has
+    a noise std per cell above ``rows``, the number of synthetic records (n under
+    bounded DP, else the noisy total): the noise then outweighs the whole table in
+    every cell. Released values only (noise scales and the synthetic size). Not for
+    the query-release mechanisms, whose answers are on another scale."""
+    stds = [m.noise_std for m in measurements if m.noise_std > 0]
+    if own_rounds or not stds or min(stds) <= rows:
+        return []
+    return [f"Every private measurement's noise (std {min(stds):,.3g} per cell or more) is "
+            f"larger than the {rows:,} synthetic records: at this epsilon the synthetic data "
+            "reflect the noise more than the table. Raise epsilon, or use a larger table."]
+
+
 #: the run warning of a domain read off the private table
 PRIVATE_DOMAIN_WARNING = ("The domain was read off the private table: the release reveals its "
                           "categories and bounds (not protected). Declare a schema, or read it "
@@ -783,6 +797,8 @@ class Synthesizer:
             codes, synthetic = shuffled_records(rng, codes, synthetic)
         run_warnings = (mechanism.run_warnings() + input_warnings(cfg.mechanism, inputs)
                         + ([rows_note] if rows_note else [])
+                        + noise_notes(engine.state.measurements, len(synthetic),
+                                      mechanism.capabilities.own_rounds)
                         + ([f"{mechanism.display_name()} sets its own number of rounds "
                             f"({len(engine.events)} here): rounds={cfg.rounds} was not used."]
                            if cfg.unused_rounds() else []))

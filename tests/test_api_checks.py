@@ -104,6 +104,20 @@ def test_rounds_given_to_a_mechanism_that_sets_its_own_are_said_unused():
         t.private, schema=t.schema).report["config"]["rounds"] == 3
 
 
+def test_noise_larger_than_the_whole_table_is_said():
+    """A 3-row table at epsilon 1 ran with noise std 14 per cell and said nothing."""
+    from synth_core.api import RunWarning
+    tiny = pd.DataFrame({"a": [1, 2, 1], "b": ["x", "y", "x"]})
+    with pytest.warns(RunWarning, match=r"noise \(std 14.2 per cell or more\) is larger "
+                                        r"than the 3 synthetic records"):
+        synthesize(tiny, mechanism="mst", epsilon=1, seed=0, final_fit_iters=20,
+                   workload="all-2way")
+    big = pd.concat([tiny] * 100, ignore_index=True)
+    result = synthesize(big, mechanism="mst", epsilon=1, seed=0, final_fit_iters=20,
+                        workload="all-2way")
+    assert not any("larger than the" in w for w in result.report["warnings"])
+
+
 def test_good_arguments_are_accepted_and_normalised():
     s = Synthesizer("aim", epsilon=2, delta=1e-9, rounds=np.int64(6), max_model_size=10,
                     fit_iters=7, seed=np.int64(3))
