@@ -833,8 +833,10 @@ def _check_column_name(name) -> None:
         raise SchemaError(f"column names must be non-empty text, not {name!r}.")
     if name != name.strip():
         raise SchemaError(f"column name {name!r} has leading or trailing spaces.",
-                          hint="Tables are loaded with spaces around names removed; "
-                               "remove them from the schema too.", column=name)
+                          hint="Files are loaded with spaces around names removed, so a "
+                               "schema names the column without them; rename it in a table "
+                               "you pass yourself (df.columns = df.columns.str.strip()) and in "
+                               "the schema.", column=name)
 
 
 def _plain(value):
