@@ -41,7 +41,7 @@ from .privacy import (MIN_RUN_EPSILON, Guarantee, Ledger, Neighbours, check_delt
                       resolve_mode, rho_from_epsilon_delta)
 from .report import (JSON_SUFFIXES, TABLE_SUFFIXES, build_report, check_distinct,
                      check_output_path, check_release, json_bytes, privacy_statement,
-                     refuse_seed_text, table_bytes, write_all)
+                     reads_as_seed, refuse_seed_text, table_bytes, write_all)
 from .schema import Schema, load_schema
 from .schema_infer import domain_with_choices
 from .tables import PublicInfo, load_table
@@ -689,6 +689,14 @@ class Synthesizer:
         # built here, so that what its constructor refuses is refused before any reservation
         mechanism = make_mechanism(cfg.mechanism, **replace(cfg, options=options).mechanism_options())
         mechanism.check_columns(inputs.schema.names)
+        if mechanism.capabilities.own_rounds:   # its round notes name cells "column=value"
+            for column in inputs.schema.names:
+                if reads_as_seed(f"{column}=0"):
+                    raise ConfigError(
+                        f"The column name {column!r} would read as a seed in "
+                        f"{mechanism.display_name()}'s round notes, which name a measured cell "
+                        f"'{column}=<value>': a release may name no seed.",
+                        hint="Rename the column (or leave it out, {drop:" + column + "}).")
         return inputs, workload, mechanism
 
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,

@@ -143,6 +143,9 @@ class BudgetCharge:
     guarantee: dict | None = None
     #: the run failed before it spent anything (it released nothing)
     failed: bool = False
+    #: ``what`` names the run only (mechanism, epsilon), as entries are made now; an
+    #: older entry may name the table or its file, so a release shows its mechanism
+    names_run_only: bool = False
 
     @property
     def counted(self) -> float:
@@ -515,7 +518,7 @@ class BudgetAccount:
         # it leaves out (those that spent nothing)
         charge = BudgetCharge(f"run-{secrets.token_hex(4)}", str(mechanism), str(what), rho,
                               spent, now, now if spent is not None else None,
-                              guarantee.to_json())
+                              guarantee.to_json(), names_run_only=True)
         if self.guarantee is None:
             self._state["guarantee"] = guarantee.to_json()
             self._state["guarantee_from"] = charge.run_id
@@ -622,7 +625,7 @@ class BudgetAccount:
             # no times: a run's reservation time and its report's creation time would
             # give its duration, which grows with the private table (as round timings)
             history.append({"run_id": c.run_id, "mechanism": c.mechanism,
-                            "what": _releasable(c.what),
+                            "what": releasable(c.what if c.names_run_only else c.mechanism),
                             "rho_reserved": c.rho_reserved, "rho_spent": c.rho_spent})
             if c.run_id == run.run_id:
                 break
@@ -637,7 +640,7 @@ class BudgetAccount:
         if self.unknown_relations:
             mixed += (f"; {self.unknown_relations} earlier run(s) were charged before accounts "
                       "recorded each run's relation.")
-        return {"label": _releasable(self.label), "total_rho": self.total_rho,
+        return {"label": releasable(self.label), "total_rho": self.total_rho,
                 "guarantee": None if guarantee is None else guarantee.text() + mixed,
                 "spent_before_rho": spent_before, "this_run_rho": this,
                 "remaining_rho": max(0.0, self.total_rho - spent_before - this),
@@ -673,7 +676,7 @@ def check_run_table(account: BudgetAccount, data) -> None:
     account.check_table(fingerprint, fingerprint_source(data))
 
 
-def _releasable(text: str) -> str:
+def releasable(text: str) -> str:
     """A stored account text (its label, a history entry) as a release shows it: the
     text, or :data:`~synth_core.report.WITHHELD_SEED_TEXT` when it reads as a seed.
     New labels and entries that would are refused when made; an account made before

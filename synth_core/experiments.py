@@ -558,6 +558,9 @@ def _run_isolated(job: Job, store: ResultStore, quiet: bool) -> dict:
                                       "public": None if d.public is None else str(d.public),
                                       "schema": None if d.schema is None else str(d.schema)},
                           "mechanism": asdict(job.mechanism), "config": job.config.to_json()})
+    # an earlier attempt's row (a failed job is retried) must not stand for this one: a
+    # child that dies without writing would be settled with that attempt's rho_spent
+    (store.runs_dir / f"{job.run_id}.parquet").unlink(missing_ok=True)
     out = subprocess.run([sys.executable, "-m", "synth_core.experiments"], input=payload,
                          text=True, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE if quiet else None)

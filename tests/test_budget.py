@@ -1007,13 +1007,16 @@ def test_an_accounts_old_texts_that_read_as_a_seed_are_withheld_not_fatal(tmp_pa
     acc.settle(acc.reserve(0.001, "compare", guarantee=BOUNDED, mechanism="mwem-pgm"), 0.001,
                finished=True)
     state = _json.loads(path.read_text())                   # the entry older versions wrote
-    state["charges"][0]["what"] = "compare titanic mwem-pgm eps=1 seed=0"
+    state["charges"][0]["what"] = "compare alicesmith_hivclinic.csv mwem-pgm eps=1 seed=0"
+    del state["charges"][0]["names_run_only"]
     path.write_text(_json.dumps(state))
     result = synthesize(s.private, schema=s.schema, mechanism="mwem-pgm", epsilon=0.5,
                         budget=BudgetAccount.open(path), **FAST)
     block = result.report["budget_account"]
     assert block["label"] == "(withheld: it reads as a seed)"
-    assert block["history"][0]["what"] == "(withheld: it reads as a seed)"
+    # an entry written before entries named the run only may name the table's file: a
+    # release shows its mechanism
+    assert block["history"][0]["what"] == "mwem-pgm"
     assert block["history"][1]["what"] == "mwem-pgm at epsilon=0.5"
     check_release(result.report)
     spent = BudgetAccount.open(path).spent
@@ -1028,6 +1031,24 @@ def test_an_accounts_old_texts_that_read_as_a_seed_are_withheld_not_fatal(tmp_pa
     with pytest.raises(ConfigError, match="column name 'seed=1' reads as a seed"):
         synthesize(renamed, schema=schema, mechanism="mst", epsilon=0.5, budget=other, **FAST)
     assert other.charges == [] and BudgetAccount.open(path).spent == spent
+
+
+def test_a_workbench_release_of_a_table_whose_old_label_reads_as_a_seed_is_made(wb):
+    """The release_selection block named an old account label ('cohort-seed=7.csv')
+    raw, so every release of the table was refused once it had a second run."""
+    account = wb.set_dataset_budget(5.0, 1e-9, label="cohort")
+    state = json.loads(account.path.read_text())
+    state["label"] = "cohort-seed=7.csv"                   # as older versions wrote it
+    account.path.write_text(json.dumps(state))
+    wb.update_settings(mechanism="mwem-pgm", epsilon=1.0, **FAST)
+    runs = []
+    for _ in range(2):
+        assert wb.start_run().wait(120)
+        runs.append(wb.collect())
+    for run in runs:
+        files = wb.release_files(run)
+        assert "seed=7" not in files["report.json"].decode()
+        check_release(json.loads(files["report.json"]))
 
 
 def test_a_total_set_while_a_run_is_going_counts_that_run(wb, tmp_path, capsys):

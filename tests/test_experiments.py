@@ -152,6 +152,44 @@ def test_isolated_runs_write_their_own_results(tmp_path):
     assert len(store.runs()) == 1 and len(store.marginals()) == 15
 
 
+def _children_running(module: str) -> list[int]:
+    """Process ids of this process's children running ``python -m module``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and module.encode() in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_an_isolated_retry_killed_before_writing_is_not_taken_for_the_earlier_attempt(tmp_path):
+    """A failed job is retried; when the retry's process died without writing (OOM
+    killed), the earlier attempt's row stood for it, and a budget charge was settled
+    with that attempt's rho_spent (0), not this one's."""
+    import threading
+    (tmp_path / "s.toml").write_text(_spec_text(mechanisms='["mwem-pgm"]', epsilons="[1.0]"))
+    sweep = Sweep.from_file(tmp_path / "s.toml")
+    store = ResultStore(tmp_path / "store")
+    [job] = sweep.jobs()
+    store.write({"run_id": job.run_id, "sweep": job.sweep, "status": "failed",
+                 "error": "the earlier attempt", "rho_spent": 0.0})
+    rows = []
+    worker = threading.Thread(target=lambda: rows.extend(run_sweep(sweep, store, isolate=True,
+                                                                    quiet=True)))
+    worker.start()
+    wait_until(lambda: _children_running("synth_core.experiments"), 60, "the isolated child")
+    for pid in _children_running("synth_core.experiments"):
+        os.kill(pid, signal.SIGKILL)
+    worker.join(120)
+    [row] = rows
+    assert row["status"] == "failed" and "exit code -9" in row["error"]
+    assert row.get("rho_spent") is None          # unknown: a charge counts the reservation
+
+
 def _synth(*args, **kw):
     return subprocess.Popen([sys.executable, "-m", "synth_core.cli", *args], cwd=kw.pop("cwd"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..budget import BudgetAccount, BudgetCharge, run_rho
+from ..budget import BudgetAccount, BudgetCharge, releasable, run_rho
 from ..errors import ConfigError, GuaranteeMismatchError
 from ..privacy import Guarantee, cdp_epsilon, rho_from_epsilon_delta
 from ..report import atomic_write_bytes
@@ -237,7 +237,7 @@ class BudgetService:
         self._absorb(fingerprint)
         account = self.account(fingerprint)
         if account is not None:
-            return account.spent, f"its budget account '{account.label}'"
+            return account.spent, f"its budget account '{releasable(account.label)}'"
         return sum(self.unbudgeted.get(fingerprint, {}).values()), "this session's runs"
 
     def table_guarantees(self, fingerprint: str) -> set[Guarantee]:
