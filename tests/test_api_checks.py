@@ -75,9 +75,22 @@ def test_a_budget_share_that_leaves_a_step_nothing_is_refused(mechanism):
         with pytest.raises(ConfigError, match="must lie between 0.001 and 0.999"):
             make_mechanism(mechanism, alpha=alpha, **options)
     for alpha in ("0.5", True, None):      # a raw TypeError, after a sweep's reservation
-        with pytest.raises(ConfigError, match="must be a number"):
+        with pytest.raises(ConfigError, match="takes a number|must be a number"):
             make_mechanism(mechanism, alpha=alpha, **options)
     make_mechanism(mechanism, alpha=0.001, **options)
+
+
+@pytest.mark.parametrize("mechanism, options", [
+    ("privbayes-pgm", {"degree": "2"}), ("aim", {"condition_max_mb": "5"}),
+    ("gem", {"lr": "0.001"}), ("gem", {"hidden": 16}), ("aim", {"conditional": "yes"}),
+    ("mwem-pgm", {"rounds": 2.5}), ("jam-pgm", {"rounds": True})])
+def test_an_option_of_the_wrong_type_is_named_before_anything_runs(mechanism, options):
+    """A sweep spec's degree = "2" raised a raw TypeError in the constructor, after the
+    job's reservation (charged in full)."""
+    from synth_core.mechanisms import MECHANISMS
+    [(key, value)] = options.items()
+    with pytest.raises(ConfigError, match=f"Option {key} takes .*, got {value!r}"):
+        MECHANISMS[mechanism].check_options(options)
 
 
 def test_an_unbounded_runs_row_count_stays_between_one_and_the_cap():

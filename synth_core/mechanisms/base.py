@@ -182,6 +182,25 @@ class Option:
         return text
 
 
+    def check_value(self, value) -> None:
+        """ConfigError unless ``value`` has the declared type (``None`` where the
+        default is ``None``; an int for a float; a list, tuple or text for a list):
+        a wrong type raised a raw TypeError in the constructor, after a sweep's
+        reservation."""
+        if value is None and self.default is None:
+            return
+        ok = {bool: lambda v: isinstance(v, (bool, np.bool_)),
+              int: lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool),
+              float: lambda v: isinstance(v, (int, float, np.integer, np.floating))
+              and not isinstance(v, bool),
+              str: lambda v: isinstance(v, str),
+              tuple: lambda v: isinstance(v, (list, tuple, str))}[self.type]
+        if not ok(value):
+            kind = {bool: "true or false", int: "an integer", float: "a number", str: "text",
+                    tuple: "a list (or comma-separated text)"}[self.type]
+            raise ConfigError(f"Option {self.name} takes {kind}, got {value!r}.",
+                              hint=f"{self.name}: {self.help}")
+
     def _parse_list(self, text: str) -> tuple:
         """``a,b`` as a tuple: of integers when every item is one (``16,16`` ->
         ``(16, 16)``, as the API takes it), else of the stripped items."""
@@ -310,7 +329,7 @@ class Mechanism(ABC):
         for key in options:
             if key == "public_columns" and not options[key]:
                 continue  # none given: nothing to pass on
-            cls.option(key)
+            cls.option(key).check_value(options[key])
 
     @classmethod
     def check_relation(cls, neighbours: str, options: Mapping[str, Any]) -> None:
