@@ -43,7 +43,7 @@ import pandas as pd
 from .api import RunConfig, Synthesizer
 from .errors import ConfigError, SynthError
 from .mechanisms import MECHANISMS, REQUIRED
-from .report import atomic_write_bytes
+from .report import atomic_write_bytes, refuse_seed_text
 from .version import __version__, code_fingerprint
 
 #: Columns of the store's run table (one row per run).
@@ -211,6 +211,10 @@ class Sweep:
                 if opt not in MECHANISMS[m.mechanism].option_defaults():
                     raise ConfigError(f"{m.mechanism} has no option {opt!r} (sweep mechanism "
                                       f"{m.label!r}).")
+                MECHANISMS[m.mechanism].option(opt).check_value(m.options[opt])
+            # a label names the run in a budget history, which releases carry
+            refuse_seed_text(m.label, "sweep mechanism label",
+                             hint="Give the mechanism a label that names no seed.")
         labels = [m.label for m in self.mechanisms]
         if len(set(labels)) != len(labels):
             raise ConfigError("Two mechanisms of the sweep share a label; give each its own.")

@@ -190,6 +190,19 @@ def test_an_isolated_retry_killed_before_writing_is_not_taken_for_the_earlier_at
     assert row.get("rho_spent") is None          # unknown: a charge counts the reservation
 
 
+def test_a_sweep_with_a_label_or_option_it_cannot_run_is_refused_before_any_job(tmp_path):
+    """A label reading as a seed stopped the sweep at its job (after the earlier jobs
+    were charged), and an option of the wrong type raised a raw TypeError there."""
+    for mechanisms, message in (
+            ('["mwem-pgm", {label = "mwem seed=1", mechanism = "mwem-pgm"}]',
+             "sweep mechanism label 'mwem seed=1' reads as a seed"),
+            ('[{label = "pb", mechanism = "privbayes-pgm", options = {degree = "2"}}]',
+             "Option degree takes an integer, got '2'")):
+        (tmp_path / "s.toml").write_text(_spec_text(mechanisms=mechanisms))
+        with pytest.raises(ConfigError, match=message):
+            Sweep.from_file(tmp_path / "s.toml")
+
+
 def _synth(*args, **kw):
     return subprocess.Popen([sys.executable, "-m", "synth_core.cli", *args], cwd=kw.pop("cwd"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
