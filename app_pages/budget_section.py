@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import attempt, budget_text, flash, show_error
+from app_pages.common import attempt, budget_text, flash, show_error, sync_widgets
 from synth_core.privacy import cdp_epsilon
 from synth_core.workbench import DELTA_GRID
 
@@ -49,6 +49,9 @@ def budget_section(wb) -> None:
                    "on this table. A total counts them, so it must be above that.", icon=":material/history:")
     # a total is set for good: Enter in a field does not submit, no total is proposed, and
     # the button needs the box that says so ticked
+    # the label proposed is the table's name, set again for each table loaded: a kept
+    # widget value would name the previous table in a total that is never changed
+    sync_widgets("budget_label", wb.loads, {"budget_label": wb.data_name or "data"})
     with st.form("budget_form", enter_to_submit=False):
         c1, c2, c3 = st.columns([2, 1, 1])
         label = c1.text_input("Label", value=wb.data_name or "data", key="budget_label",

@@ -78,7 +78,8 @@ def sync_widgets(group: str, token, values: dict) -> None:
 DATA_KEYS = ("wl_targets", "wl_custom", "wl_k", "edit_column", "filter_column", "filter_values",
              "public_flag", "public_columns", "public_mode", "cmp_mechs", "disk_flag")
 #: widget key prefixes of the schema editor (one set per column)
-EDITOR_PREFIXES = ("kind_", "cats_", "lower_", "upper_", "bins_", "missing_")
+EDITOR_PREFIXES = ("kind_", "cats_", "lower_", "upper_", "bins_", "missing_", "clip_",
+                   "declared_")
 
 
 def reset_stale_widgets(wb: Workbench) -> None:

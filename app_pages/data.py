@@ -6,7 +6,7 @@ import streamlit as st
 from app_pages.budget_section import budget_section
 from app_pages.schema_review import schema_review_section
 from app_pages.common import (PAGES, attempt, flash, get_wb, need_data, new_upload, show_error,
-                             show_flashes)
+                             show_flashes, sync_widgets)
 from synth_core.api import list_samples
 from synth_core.disk_table import DATA_ROOTS_ENV, DISK_BACKENDS, PREVIEW_ROWS, data_roots
 from synth_core.errors import SynthError
@@ -31,6 +31,10 @@ wb = get_wb()
 st.title("Data")
 show_flashes()
 
+if wb.source is not None and wb.domain.edited:
+    st.caption(":material/warning: Loading another table replaces the schema and your edits "
+               "of it: download schema.json below first to keep them (declare it again "
+               "after loading).")
 load_col, sample_col = st.columns(2)
 with load_col.container(border=True):
     st.markdown("**Upload a table** (CSV, CSV.GZ or Parquet; limit set in .streamlit/config.toml)")
@@ -167,8 +171,20 @@ if wb.domain.private_columns:
                + ", ".join(f"**{c}**" for c in wb.schema.names if c in wb.domain.private_columns)
                + ". Edit each with public knowledge and tick the box below it, or leave it out; "
                "once none is left the domain counts as declared.")
+# set, not only forgotten, when the table changes: a browser keeps showing a dropped
+# widget's last value (another table's column) while the page reads the default
+sync_widgets("edit_column", wb.loads, {"edit_column": wb.schema.names[0]})
 col = st.selectbox("Column", list(wb.schema.names), key="edit_column")
 spec = wb.schema.column(col)
+# the form shows the column's domain as it is now: after a load or an applied edit (a
+# new domain version), not the values typed for another table's column of that name
+sync_widgets(f"edit_form_{col}", (wb.loads, wb.domain.version), {
+    f"kind_{col}": spec.kind,
+    f"cats_{col}": ", ".join(str(c) for c in spec.categories or ()),
+    f"lower_{col}": "" if spec.lower is None else str(spec.lower),
+    f"upper_{col}": "" if spec.upper is None else str(spec.upper),
+    f"bins_{col}": "" if spec.bins is None else str(spec.bins),
+    f"missing_{col}": spec.missing, f"clip_{col}": spec.clip})
 with st.form(f"edit_{col}", border=True):
     kind = st.radio("Kind", ["categorical", "numeric"], horizontal=True,
                     index=0 if spec.kind == "categorical" else 1, key=f"kind_{col}")

@@ -138,6 +138,25 @@ def test_start_page_loads_titanic_in_one_click():
         assert not errors(at), page
 
 
+def test_the_column_editor_and_budget_label_follow_the_table_loaded():
+    """After another table was loaded, the column box still showed the old table's
+    column while the form edited another, a column's form kept values typed for the
+    previous table, and the budget form's label named the previous table."""
+    at = go(new_app(), "app_pages/data.py")
+    at.button(key="load_sample").click().run()
+    wb = at.session_state["wb"]
+    at.selectbox(key="edit_column").set_value("sex").run()
+    at.text_input(key="cats_sex").set_value("typed, for titanic").run()
+    at.file_uploader(key="upload_data").set_value(("people.csv", flagged_csv(), "text/csv"))
+    at.run()
+    assert wb.data_name == "people.csv"
+    assert at.selectbox(key="edit_column").value == wb.schema.names[0]
+    assert at.text_input(key="budget_label").value == "people.csv"
+    at.selectbox(key="edit_column").set_value("sex").run()
+    spec = wb.schema.column("sex")
+    assert at.text_input(key="cats_sex").value == ", ".join(map(str, spec.categories))
+
+
 def test_data_page_upload_preview_and_schema_errors():
     at = go(new_app(), "app_pages/data.py")
     at.file_uploader(key="upload_data").set_value(("people.csv", flagged_csv(), "text/csv"))

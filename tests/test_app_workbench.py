@@ -491,6 +491,9 @@ def test_columns_read_off_the_private_table_are_declared_one_by_one():
     w.update_column("age", kind="numeric", lower=0, upper=120, bins=12, declared=True)
     w.drop_column("is_public")
     assert w.domain.private_columns == {"edu"} and w.schema.source == "private"
+    # the downloaded file lists only the column still read off the private table (it
+    # listed every column, contradicting the page)
+    assert json.loads(w.domain.json_bytes())["review"]["read_off_private"] == ["edu"]
     w.update_column("edu", kind="categorical", categories="low, mid, high", declared=True)
     assert not w.domain.private_columns and w.schema.source == "declared"
     assert "review" not in json.loads(w.domain.json_bytes())

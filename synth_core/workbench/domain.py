@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, SchemaError, SynthError
-from ..schema import ColumnSpec, Schema
+from ..schema import REVIEW_KEY, ColumnSpec, Schema
 
 
 def schema_table(schema: Schema, problems: dict[str, str]) -> pd.DataFrame:
@@ -168,8 +168,15 @@ class Domain:
         return schema_table(self._require(), self.errors)
 
     def json_bytes(self) -> bytes:
-        """The schema as the JSON file a run (``--schema``) reads."""
-        return (json.dumps(self._require().to_json(), indent=2) + "\n").encode("utf-8")
+        """The schema as the JSON file a run (``--schema``) reads. Its review block
+        lists the columns still read off the private table: not those the user has
+        since declared public knowledge (the page no longer lists them either)."""
+        schema = self._require()
+        obj = schema.to_json()
+        still = [n for n in schema.names if n in self.private_columns]
+        if REVIEW_KEY in obj and still:   # (none recorded: every column stays listed)
+            obj[REVIEW_KEY]["read_off_private"] = still
+        return (json.dumps(obj, indent=2) + "\n").encode("utf-8")
 
     def edit_column(self, name: str, shown: pd.DataFrame | None,
                     check_fits: Callable[[Schema, str], None], *, kind: str,
