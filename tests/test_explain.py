@@ -191,6 +191,10 @@ def test_baseline_note_when_the_run_beats_far_off_public_rows():
     beats, text = explain.baseline_note("jam-pgm", 20.0, err, proxy)
     assert beats and "beats the public rows alone" in text
     assert explain.baseline_note("jam-pgm", 20.0, err, None) is None
+    # a lead of a few percent is one run's, and said to be (a 1% lead read as a win)
+    close = explain.baseline_note("jam-pgm", 1.0, 0.305, 0.308)[1]
+    assert "(1% lower). This is one run: a gap this small can turn round" in close
+    assert "This is one run" not in explain.baseline_note("jam-pgm", 1.0, 0.20, 0.308)[1]
 
 
 # -- vacuous bounds ------------------------------------------------------------------
