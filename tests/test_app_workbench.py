@@ -97,6 +97,8 @@ def test_schema_edit_validation_names_the_column(wb):
     # the same bounds, clipped: the values past them go to the last bin
     wb.update_column("age", kind="numeric", lower=0, upper=10, bins=4, missing=True, clip=True)
     assert wb.schema.column("age").clip and "age" not in wb.domain.errors
+    table = wb.domain.table().set_index("column")
+    assert table.loc["age", "domain"].endswith("values past the bounds clipped into the end bins")
     assert wb.schema.encode(wb.data)["age"].max() == 3 + 1      # last bin, then missing code
     with pytest.raises(DataError):                  # a category is missing
         wb.update_column("sex", kind="categorical", categories="female")

@@ -23,7 +23,8 @@ def schema_table(schema: Schema, problems: dict[str, str]) -> pd.DataFrame:
             cats = [str(v) for v in c.categories]
             domain = ", ".join(cats[:8]) + (f", … ({len(cats)} in all)" if len(cats) > 8 else "")
         else:
-            domain = f"[{c.lower}, {c.upper}] in {c.bins} bins"
+            domain = f"[{c.lower}, {c.upper}] in {c.bins} bins" + (
+                ", values past the bounds clipped into the end bins" if c.clip else "")
         rows.append({"column": c.name, "kind": c.kind, "domain": domain,
                      "missing code": c.missing, "cells": c.size,
                      "problem": problems.get(c.name, "")})
