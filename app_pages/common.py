@@ -82,12 +82,29 @@ EDITOR_PREFIXES = ("kind_", "cats_", "lower_", "upper_", "bins_", "missing_", "c
                    "declared_")
 
 
+def kept_widget(key: str) -> str:
+    """``key``, its last value restored if Streamlit dropped it while its page was not
+    shown (a revisited Compare page showed the default picks above the results of
+    other ones); the value is kept by :func:`keep_widget`."""
+    kept = f"_kept_{key}"
+    if key not in st.session_state and kept in st.session_state:
+        st.session_state[key] = st.session_state[kept]
+    return key
+
+
+def keep_widget(key: str) -> None:
+    """Remember widget ``key``'s value for :func:`kept_widget`."""
+    if key in st.session_state:
+        st.session_state[f"_kept_{key}"] = st.session_state[key]
+
+
 def reset_stale_widgets(wb: Workbench) -> None:
     """Forget widget values that belonged to a previous table or schema."""
     token = (wb.loads, wb.schema.names if wb.schema is not None else ())
     if st.session_state.get("_data_token") != token:
         for key in DATA_KEYS:
             st.session_state.pop(key, None)
+            st.session_state.pop(f"_kept_{key}", None)
         st.session_state["_data_token"] = token
     if st.session_state.get("_schema_token") != wb.domain.version:
         for key in [k for k in st.session_state if isinstance(k, str)

@@ -8,8 +8,8 @@ import streamlit as st
 
 from dataclasses import replace
 
-from app_pages.common import (CURATOR_PLOT, curator_header, data_page, show_error,
-                              show_finished_worker)
+from app_pages.common import (CURATOR_PLOT, curator_header, data_page, keep_widget, kept_widget,
+                              show_error, show_finished_worker)
 from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts, explain
 from synth_core.privacy import cdp_epsilon
@@ -36,7 +36,9 @@ st.warning("Every comparison run uses the private data and spends its own privac
 
 mechs = pick_mechanisms(wb, "cmp_mechs", extra=("public-only",))
 eps = pick_epsilons("cmp_eps")
-seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2, key="cmp_seeds")
+seeds = st.number_input("Seeds per setting", min_value=1, max_value=20, value=2,
+                        key=kept_widget("cmp_seeds"))
+keep_widget("cmp_seeds")
 
 
 def cost_preview() -> None:

@@ -10,7 +10,7 @@ from typing import Mapping
 
 import streamlit as st
 
-from app_pages.common import sync_widgets
+from app_pages.common import keep_widget, kept_widget, sync_widgets
 from synth_core.privacy import MAX_EPSILON, MIN_RUN_EPSILON
 from synth_core.workbench import EPSILON_GRID, parse_epsilons
 from synth_core.workbench.guide import ChoiceList, choice_list, choice_of
@@ -35,9 +35,11 @@ def pick_mechanisms(wb, key: str, extra: tuple[str, ...] = (), container=st,
     keys = [k for k in choices.keys if k not in not_offered]
     preferred = (choice_of(s.mechanism, s.options).key, *extra)
     defaults = [k for k in choices.defaults(preferred) if k in keys]
+    kept_widget(key)
     sync_widgets(key, (wb.loads, preferred, tuple(keys)), {key: defaults})
     picked = container.multiselect("Mechanisms", keys, default=defaults,
                                    format_func=choices.title, key=key)
+    keep_widget(key)
     left_out = choices.unavailable_text(f"the public information marked ({wb.public_summary()})"
                                         f" and {s.neighbours} neighbours")
     if left_out:
@@ -53,11 +55,12 @@ def pick_epsilons(key: str, container=st) -> list[float]:
     """A multiselect of epsilons from the grid or typed (e.g. 0.3), in ``container``;
     values that are not positive numbers are named in an error and left out."""
     picked = container.multiselect("Epsilon grid", list(EPSILON_GRID), default=[0.1, 1.0, 10.0],
-                                   key=key, accept_new_options=True,
+                                   key=kept_widget(key), accept_new_options=True,
                                    help="Pick values from the list. To add one that is not "
                                         "in it (e.g. 0.5), type it and click it in the list: "
                                         "Enter picks every value that contains what you "
                                         "typed (0.3 also matches 0.03).")
+    keep_widget(key)
     eps, not_epsilons = parse_epsilons(picked)
     if not_epsilons:
         container.error(f"Not an epsilon, left out: {', '.join(not_epsilons)}. Type a number "

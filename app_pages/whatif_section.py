@@ -8,7 +8,7 @@ import streamlit as st
 
 from dataclasses import replace
 
-from app_pages.common import show_error, show_finished_worker
+from app_pages.common import keep_widget, kept_widget, show_error, show_finished_worker
 from app_pages.mechanism_pick import pick_epsilons, pick_mechanisms
 from synth_core import charts
 from synth_core.side_by_side import WORKLOAD_ERROR_SCALE
@@ -37,7 +37,9 @@ def whatif_section(wb) -> None:
     mechs = pick_mechanisms(wb, "wi_mechs", container=c1, note=below,
                             not_offered=NOT_PREDICTED)
     eps = pick_epsilons("wi_eps", container=c2)
-    seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1, key="wi_seeds")
+    seeds = c3.number_input("Seeds", min_value=1, max_value=10, value=1,
+                            key=kept_widget("wi_seeds"))
+    keep_widget("wi_seeds")
     assumed = None
     if wb.what_if_needs_assumed_n():
         assumed = st.number_input(

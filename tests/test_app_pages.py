@@ -157,6 +157,28 @@ def test_the_column_editor_and_budget_label_follow_the_table_loaded():
     assert at.text_input(key="cats_sex").value == ", ".join(map(str, spec.categories))
 
 
+def test_compare_picks_are_kept_when_the_page_is_left_and_revisited():
+    """Back on Compare, the pickers showed the defaults above the results of the
+    picks made before (Streamlit drops a widget's value while its page is not shown)."""
+    at = go(new_app(), "app_pages/data.py")
+    at.button(key="load_sample").click().run()
+    go(at, "app_pages/compare.py")
+    at.multiselect(key="cmp_mechs").set_value(["aim", "public-only"])
+    at.multiselect(key="cmp_eps").set_value([0.3, 1.0])
+    at.number_input(key="cmp_seeds").set_value(1).run()
+    go(at, "app_pages/data.py")
+    go(at, "app_pages/compare.py")
+    assert at.multiselect(key="cmp_mechs").value == ["aim", "public-only"]
+    assert at.multiselect(key="cmp_eps").value == [0.3, 1.0]
+    assert at.number_input(key="cmp_seeds").value == 1
+    # another table: the mechanisms go back to the defaults the page proposes for it
+    go(at, "app_pages/data.py")
+    at.file_uploader(key="upload_data").set_value(("people.csv", flagged_csv(), "text/csv"))
+    at.run()
+    go(at, "app_pages/compare.py")
+    assert at.multiselect(key="cmp_mechs").value != ["aim", "public-only"]
+
+
 def test_data_page_upload_preview_and_schema_errors():
     at = go(new_app(), "app_pages/data.py")
     at.file_uploader(key="upload_data").set_value(("people.csv", flagged_csv(), "text/csv"))
