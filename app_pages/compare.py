@@ -153,7 +153,8 @@ with st.container(border=True):
         shown = shown.drop(columns="std")
     st.dataframe(shown.rename(columns={"mechanism": "Mechanism", "epsilon": "ε",
                                        "mean": "mean error", "min": "lowest", "max": "highest",
-                                       "std": "sd over seeds", "runs": "runs"}),
+                                       "std": "sd over seeds", "runs": "runs",
+                                       "rounds": "rounds run (most)"}),
                  hide_index=True)
     failed = results[results["status"] == "failed"]
     if len(failed):

@@ -177,14 +177,21 @@ def proxy_error_figure(table: pd.DataFrame, top: int = 30) -> go.Figure:
 
 def compare_summary(results: pd.DataFrame) -> pd.DataFrame:
     """Mean, smallest and largest workload error per mechanism and epsilon (over the
-    seeds), the standard deviation (None for one run: it is undefined) and the runs."""
+    seeds), the standard deviation (None for one run: it is undefined), the runs and
+    the most rounds one of them ran (a mechanism that stopped early explains a high
+    error: AIM given few rounds anneals through them in two or three)."""
     ok = results[results["status"] == "finished"].copy()
     if ok.empty:
-        return pd.DataFrame(columns=["mechanism", "epsilon", "mean", "min", "max", "std", "runs"])
+        return pd.DataFrame(columns=["mechanism", "epsilon", "mean", "min", "max", "std", "runs",
+                                     "rounds"])
     ok["workload_error"] = ok["workload_error"].astype(float)
     g = ok.groupby(["mechanism", "epsilon"])["workload_error"]
     out = g.agg(["mean", "min", "max", "std", "count"]).reset_index() \
         .rename(columns={"count": "runs"})
+    rounds = pd.to_numeric(ok["rounds"], errors="coerce") if "rounds" in ok else None
+    out["rounds"] = (ok.assign(rounds=rounds).groupby(["mechanism", "epsilon"])["rounds"].max()
+                     .reindex(pd.MultiIndex.from_frame(out[["mechanism", "epsilon"]])).to_numpy()
+                     if rounds is not None else None)
     out["std"] = out["std"].astype(object).where(out["runs"] > 1, None)
     return out.sort_values(["mechanism", "epsilon"], ignore_index=True)
 

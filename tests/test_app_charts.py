@@ -121,6 +121,10 @@ def test_compare_bars_run_from_the_smallest_to_the_largest_seed():
     one = charts.compare_summary(results[results["seed"] == 0])
     assert one["std"].isna().all() and (one["min"] == one["max"]).all()
     assert "min to max" in charts.compare_figure(results).layout.yaxis.title.text
+    # the rounds run: a mechanism that stopped after few rounds explains its error
+    assert summary["rounds"].isna().all()                     # not recorded here
+    with_rounds = results.assign(rounds=[2, 3, 2, 2, 30, 30, 30, 30])
+    assert charts.compare_summary(with_rounds)["rounds"].tolist() == [3, 2, 30, 30]
 
 
 def _runs(errors: dict) -> pd.DataFrame:
