@@ -268,7 +268,8 @@ class _Theorem4:
         ut = _model_error_bound(self.selected, np.asarray(chosen["previous_model"], dtype=float),
                                 noisy, exact, sizes, lam / 2)
         if ut is None:
-            self.failure = "the last selected marginal has no private or exact measurement"
+            self.failure = ("the last round selected a marginal measured on public rows "
+                            "only, which bound nothing about the private table")
             return
         score_t = chosen["weight"] * (ut[0] - (chosen.get("offset") or 0.0))
         # score_t + the exponential mechanism's slack: every candidate's score is below it
