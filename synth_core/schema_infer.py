@@ -315,6 +315,11 @@ def _decide(name: str, private: pd.Series, values: pd.Series, choice: str | None
         return ColumnDecision(name, choice, _spec(name, values, choice, bins),
                               _one_per_record_note(name, prof) if unique else "",
                               chosen=True, one_per_record=unique)
+    if prof.kind == "text" and _dates(prof.present):
+        return ColumnDecision(name, "dates", None, (
+            "dates (such as 2023-05-13): a schema has no date kind, so it is left out "
+            f"({{drop:{name}}}). To keep what matters of it, add a column with the year or month "
+            "(a number or category) to the table before loading it."))
     if _is_identifier(prof):
         return ColumnDecision(name, "identifier", None, (
             f"a distinct value in {prof.distinct:,} of {len(prof.present):,} rows: it looks like "
@@ -331,6 +336,17 @@ def _decide(name: str, private: pd.Series, values: pd.Series, choice: str | None
             f"{prof.distinct:,} distinct texts, more than {max_categories} categories: left out. "
             f"To keep every value as a category, choose {{categorical:{name}}}."))
     return ColumnDecision(name, "categorical", _spec(name, values, "categorical", bins))
+
+
+#: a date as tables usually write one: 2023-05-13, 13/05/2023, 05.13.2023, with a time perhaps
+_DATE = re.compile(r"(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})"
+                   r"([ T]\d{1,2}:\d{2}(:\d{2})?)?")
+
+
+def _dates(present: pd.Series) -> bool:
+    """Nearly every cell (95%) is written as a date."""
+    texts = present.astype(str).str.strip()
+    return len(texts) > 0 and texts.map(lambda v: _DATE.fullmatch(v) is not None).mean() >= 0.95
 
 
 def _is_identifier(prof: _Profile) -> bool:
@@ -519,7 +535,7 @@ def _decision_label(d: ColumnDecision) -> str:
     labels = {"identifier": "leave out: identifier?", "code": "categorical: code",
               "mixed": "categorical: mixed types" if d.kept else "leave out: mixed types",
               "too many values": "leave out: too many values", "empty": "leave out: empty",
-              "dropped": "leave out (your choice)"}
+              "dropped": "leave out (your choice)", "dates": "leave out: dates"}
     if d.chosen and d.kept:
         return f"{d.role} (your choice)"
     return labels.get(d.role, d.role)

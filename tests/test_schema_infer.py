@@ -124,6 +124,18 @@ def test_infer_choices_override_the_proposal(files, capsys):
            "Correct --categorical station;" in err and "{" not in err
 
 
+def test_a_date_column_is_left_out_with_what_to_do():
+    """Dates were called an identifier, and the numeric kind it suggested refused them."""
+    days = pd.date_range("2023-01-01", periods=150).strftime("%Y-%m-%d")
+    frame = pd.DataFrame({"visit": list(days) * 2, "g": ["a", "b", "c"] * 100})
+    proposal = propose_schema(frame)
+    assert "visit" in proposal.drops
+    assert proposal.notes("cli")["visit"].startswith(
+        "dates (such as 2023-05-13): a schema has no date kind, so it is left out "
+        "(--drop visit).")
+    assert "leave out: dates" in proposal.table("cli").to_string()
+
+
 def test_words_that_often_mean_missing_are_said_to_be_kept_as_categories():
     """'NA' cells became a category beside the missing code, without a word."""
     frame = pd.DataFrame({"clinic": ["East", "West", "NA", "", "East"] * 20,
