@@ -75,8 +75,9 @@ class Workbench:
 
     * parts and state: ``source``, ``public`` (a PublicChoice: ``public.kind``,
       ``public.columns``, ``public.rows``, ``public.has_rows``), ``settings``,
-      ``schema``, ``domain`` (``domain.version``, ``domain.errors``, ``domain.left_out``,
-      ``domain.private_columns``, ``domain.table()``, ``domain.json_bytes()``), ``target``,
+      ``schema``, ``domain`` (``domain.version``, ``domain.edited``, ``domain.errors``,
+      ``domain.left_out``, ``domain.private_columns``, ``domain.table()``,
+      ``domain.json_bytes()``), ``target``,
       ``loads``, ``messages``, ``runs``, ``worker``, ``compare``
       (``compare.worker``, ``compare.running``, ``compare.runs``,
       ``compare.stop()``), ``whatif`` (``whatif.worker``, ``whatif.running``,
