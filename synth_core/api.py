@@ -680,23 +680,23 @@ class Synthesizer:
         refuse_seed_text(inputs.public_label, "public rows' description",
                          hint="Rename the public file (or give public_name= in the API): a "
                               "release names the public rows it used.")
-        for column in inputs.schema.names:   # in the workload, measurements, ledger, bounds
-            refuse_seed_text(column, "column name",
-                             hint="Rename the column (or leave it out, {drop:" + column + "}): "
-                                  "a release names the columns it synthesises.")
         workload = self._workload or parse_workload(cfg.workload, inputs.schema.names)
         workload.check_cells(inputs.schema.sizes)        # before anything is counted or spent
         # built here, so that what its constructor refuses is refused before any reservation
         mechanism = make_mechanism(cfg.mechanism, **replace(cfg, options=options).mechanism_options())
         mechanism.check_columns(inputs.schema.names)
-        if mechanism.capabilities.own_rounds:   # its round notes name cells "column=value"
-            for column in inputs.schema.names:
-                if reads_as_seed(f"{column}=0"):
-                    raise ConfigError(
-                        f"The column name {column!r} would read as a seed in "
-                        f"{mechanism.display_name()}'s round notes, which name a measured cell "
-                        f"'{column}=<value>': a release may name no seed.",
-                        hint="Rename the column (or leave it out, {drop:" + column + "}).")
+        # a release names the columns (workload, measurements, ledger, bounds); the
+        # query-release mechanisms' round notes name a measured cell "column=value"
+        cells = mechanism.capabilities.own_rounds
+        for column in inputs.schema.names:
+            if reads_as_seed(f"{column}=0" if cells else column):
+                raise ConfigError(
+                    f"The column name {column!r} reads as a seed"
+                    + (f" in {mechanism.display_name()}'s round notes, which name a measured "
+                       f"cell '{column}=<value>'" if cells else "")
+                    + ": a release names its columns, and may name no seed (a seed "
+                      "regenerates a research run's noise).",
+                    hint="Rename the column (or leave it out, {drop:" + column + "}).")
         return inputs, workload, mechanism
 
     def run(self, data, public=None, *, schema=None, public_flag: str | None = None,

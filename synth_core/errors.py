@@ -7,6 +7,7 @@ The CLI prints ``str(error)``; the app shows it next to the input at fault.
 from __future__ import annotations
 
 import re
+import shlex
 
 #: the front ends an error can be shown in
 INTERFACES = ("api", "cli", "app")
@@ -57,7 +58,8 @@ def render_controls(text: str | None, interface: str = "api") -> str | None:
         if interface == "api":
             cols = ", ".join(repr(c) for c in columns) or "..."
         elif interface == "cli":
-            cols = ",".join(columns) or "COL,..."
+            # quoted for a shell: a name with a space ("Visit Date") pastes as one argument
+            cols = shlex.quote(",".join(columns)) if columns else "COL,..."
         else:
             cols = ""
         return CONTROLS[match.group(1)][interface].format(cols=cols)

@@ -43,8 +43,8 @@ SEEDED_WARNING = ("WARNING: not fit for publication. The noise came from a seede
 DOMAIN_NOTES = {
     "declared": "The domain (category lists and numeric bounds) was declared in a schema; "
                 "it does not depend on the private data.",
-    "public": "The domain (category lists and numeric bounds) was read off the public data; "
-              "it does not depend on the private data.",
+    "public": "The domain (category lists and numeric bounds) was read off the public "
+              "data{rows}; it does not depend on the private data.",
     "private": "WARNING: domain not privacy-protected. The category lists and numeric bounds "
                "were read off the private data, so the released schema reveals which values "
                "occur in it. Declare a schema from public knowledge to avoid this (a schema "
@@ -56,10 +56,7 @@ DOMAIN_NOTES = {
 def domain_note(source: str, public_rows: str | None = None) -> str:
     """The report's note on where the domain came from; a domain read off public
     rows names them (``public_rows``: their description in the release)."""
-    if source == "public" and public_rows:
-        return DOMAIN_NOTES["public"].replace("the public data;",
-                                              f"the public data ({public_rows});")
-    return DOMAIN_NOTES[source]
+    return DOMAIN_NOTES[source].format(rows=f" ({public_rows})" if public_rows else "")
 
 
 def privacy_statement(*, rho: float, epsilon: float, delta: float, neighbours: str,

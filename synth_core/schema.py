@@ -234,6 +234,11 @@ class ColumnSpec:
                               column=self.name)
         return np.linspace(self.lower, self.upper, self.bins + 1)
 
+    def bin_codes(self, x: np.ndarray) -> np.ndarray:
+        """The bin of each number of ``x`` (finite, within the bounds): the number of
+        interior edges at or below it, the upper bound in the last bin."""
+        return np.minimum(np.searchsorted(self.bin_edges(), x, side="right") - 1, self.bins - 1)
+
     def labels(self) -> list[str]:
         """A human-readable label for every code, in code order: a category, the
         whole numbers an integer column's bin holds ("20–21"), or a bin's interval."""
@@ -370,9 +375,7 @@ class ColumnSpec:
                 "Widen the bounds (lower/upper) in the schema, or set \"clip\": true on the "
                 "column to put such values in its first or last bin.")
         inside = finite & ~outside
-        edges = self.bin_edges()
-        codes[inside] = np.minimum(np.searchsorted(edges, x[inside], side="right") - 1,
-                                   self.bins - 1)
+        codes[inside] = self.bin_codes(x[inside])
         codes[~finite & ~missing] = _NOT_IN_SCHEMA
         codes[outside] = _NOT_IN_SCHEMA
         return codes, problems
@@ -428,9 +431,7 @@ class ColumnSpec:
         if has.any():
             k = rng.integers(low[picked][has], high[picked][has] + 1)
             out[has] = k / scale
-        edges = self.bin_edges()
-        back = np.minimum(np.searchsorted(edges, out, side="right") - 1, self.bins - 1)
-        stray = back != picked
+        stray = self.bin_codes(out) != picked
         out[stray] = values[stray]
         return out
 

@@ -392,8 +392,7 @@ def _crowded_bin_note(spec: ColumnSpec, x: np.ndarray) -> str:
     bins the data hardly uses."""
     if spec.bins < 4 or len(x) == 0:
         return ""
-    counts = np.bincount(np.minimum(np.searchsorted(spec.bin_edges(), x, side="right") - 1,
-                                    spec.bins - 1).clip(0), minlength=spec.bins)
+    counts = np.bincount(spec.bin_codes(x), minlength=spec.bins)
     if counts.max() < CROWDED_BIN_SHARE * len(x):
         return ""
     return (f"{counts.max():,} of its {len(x):,} values fall in one of its {spec.bins} bins: "

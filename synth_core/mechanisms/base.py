@@ -181,7 +181,6 @@ class Option:
                                   f", got {text!r}.", hint=f"{self.name}: {self.help}") from None
         return text
 
-
     def check_value(self, value) -> None:
         """ConfigError unless ``value`` has the declared type (``None`` where the
         default is ``None``; an int for a float; a list, tuple or text for a list):
@@ -254,12 +253,12 @@ BUDGET_SHARE_RANGE = (1e-3, 1 - 1e-3)
 def check_budget_share(value: float, what: str) -> float:
     """``value`` as a float, or ConfigError unless it lies in :data:`BUDGET_SHARE_RANGE`."""
     low, high = BUDGET_SHARE_RANGE
+    hint = "The papers' values are 0.8 (JAM-PGM) and 0.67 (GEM)."
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigError(f"alpha ({what}) must be a number, not {value!r}.",
-                          hint="The papers' values are 0.8 (JAM-PGM) and 0.67 (GEM).")
+        raise ConfigError(f"alpha ({what}) must be a number, not {value!r}.", hint=hint)
     if not low <= value <= high:
         raise ConfigError(f"alpha ({what}) must lie between {low:g} and {high:g}, got {value}.",
-                          hint="The papers' values are 0.8 (JAM-PGM) and 0.67 (GEM).")
+                          hint=hint)
     return float(value)
 
 

@@ -11,7 +11,7 @@ from ..api import RunConfig
 from ..errors import WorkloadError
 from ..mechanisms import MECHANISMS
 from ..privacy import MAX_EPSILON, MIN_RUN_EPSILON
-from ..report import DOMAIN_NOTES
+from ..report import domain_note
 
 #: epsilon choices of the log-scale slider
 EPSILON_GRID = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0,
@@ -54,7 +54,7 @@ DOMAIN_SOURCE_TEXT = {
 
 def describe_domain(source: str) -> str:
     """What a domain source means for privacy (the release report's note)."""
-    return DOMAIN_NOTES[source]
+    return domain_note(source)
 
 
 def mechanism_parameters(name: str) -> dict[str, object]:
